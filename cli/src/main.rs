@@ -1,0 +1,49 @@
+//! `testkeeper`: one binary with subcommands. `serve` runs the server.
+
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A ClickHouse-Keeper-compatible ZooKeeper-protocol server for tests, with a conformance
+/// suite and a publisher.
+#[derive(Parser)]
+#[command(name = "testkeeper", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (in memory) until SIGINT/SIGTERM.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("testkeeper: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("testkeeper: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! `testkeeper serve`: flags to a `ServerConfig`, then run until a signal.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use clap::Args;
+use testkeeper_server::config::ServerConfig;
+use testkeeper_server::core::flavor::Flavor;
+use testkeeper_server::embed::TestKeeper;
+use testkeeper_server::features::FeatureFlags;
+use tracing::info;
+
+/// Flags of `serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:9181")]
+    pub listen: SocketAddr,
+    /// Which server to imitate: keeper (ClickHouse Keeper) or zookeeper (Apache ZooKeeper 3.8).
+    #[arg(long, default_value = "keeper", value_parser = parse_flavor)]
+    pub flavor: Flavor,
+    /// Largest accepted frame in bytes (ZooKeeper's jute.maxbuffer; default 1048575).
+    #[arg(long)]
+    pub max_frame: Option<usize>,
+    /// Lower bound of negotiated session timeouts, ms (keeper 10000, zookeeper 4000).
+    #[arg(long)]
+    pub min_session_timeout: Option<i32>,
+    /// Upper bound of negotiated session timeouts, ms (keeper 100000, zookeeper 40000).
+    #[arg(long)]
+    pub max_session_timeout: Option<i32>,
+    /// Comma list of allowed four-letter words, or '*' (keeper: Keeper's default list; zookeeper: all).
+    #[arg(long)]
+    pub four_letter_words: Option<String>,
+    /// Super user digest, `super:<base64 sha1 of super:password>`.
+    #[arg(long)]
+    pub super_digest: Option<String>,
+    /// Keeper feature flags to advertise: `default`, `all`, or a list like `default,check_not_exists,-multi_read`.
+    #[arg(long, default_value = "default", value_parser = FeatureFlags::parse)]
+    pub feature_flags: FeatureFlags,
+    /// Turn the tree digest off (it is on by default).
+    #[arg(long)]
+    pub no_digest: bool,
+    /// Recompute the whole digest after every entry and crash on a mismatch (slow; debugging).
+    #[arg(long)]
+    pub digest_check_on_commit: bool,
+    /// Seed for every random choice; printed at start.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+fn parse_flavor(s: &str) -> Result<Flavor, String> {
+    s.parse()
+}
+
+impl ServeArgs {
+    /// The configuration these flags describe.
+    ///
+    /// # Errors
+    /// A message naming the flag when values are inconsistent.
+    pub fn config(&self) -> Result<ServerConfig, String> {
+        let mut cfg = ServerConfig::new(self.flavor);
+        cfg.listen = self.listen;
+        if let Some(m) = self.max_frame {
+            if m < 64 {
+                return Err(format!("--max-frame {m} is too small to hold a handshake"));
+            }
+            cfg.max_frame = m;
+        }
+        if let Some(v) = self.min_session_timeout {
+            cfg.min_session_timeout_ms = v;
+        }
+        if let Some(v) = self.max_session_timeout {
+            cfg.max_session_timeout_ms = v;
+        }
+        if cfg.min_session_timeout_ms <= 0 || cfg.min_session_timeout_ms > cfg.max_session_timeout_ms {
+            return Err(format!(
+                "--min-session-timeout ({}) must be positive and not above --max-session-timeout ({})",
+                cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
+            ));
+        }
+        cfg.default_session_timeout_ms = cfg.default_session_timeout_ms.clamp(cfg.min_session_timeout_ms, cfg.max_session_timeout_ms);
+        if let Some(words) = &self.four_letter_words {
+            cfg.four_letter_words = if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };
+        }
+        if let Some(d) = &self.super_digest {
+            if !d.starts_with("super:") || d.len() <= 6 {
+                return Err(format!("--super-digest must look like super:<base64 sha1>, got '{d}'"));
+            }
+            cfg.super_digest = Some(d.clone());
+        }
+        cfg.feature_flags = self.feature_flags;
+        cfg.digest_enabled = !self.no_digest;
+        cfg.digest_check_on_commit = self.digest_check_on_commit;
+        cfg.seed = self.seed.unwrap_or_else(rand_seed);
+        Ok(cfg)
+    }
+}
+
+fn rand_seed() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+///
+/// # Errors
+/// Bad flags, or an address that cannot be bound.
+pub async fn run(args: ServeArgs) -> Result<(), String> {
+    let cfg = args.config()?;
+    let (flavor, seed) = (cfg.flavor, cfg.seed);
+    let server = TestKeeper::start(cfg).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    info!(%flavor, seed, "testkeeper started (seed {seed})");
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "testkeeper listening on {}", server.addr());
+        let _ = out.flush();
+    }
+    wait_for_signal().await;
+    info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

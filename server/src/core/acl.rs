@@ -1,0 +1,144 @@
+//! ACL checks and fix-up, as ZooKeeper's `checkACL` and `fixupACL`, with the world, auth and
+//! digest schemes (the ones ClickHouse Keeper supports) plus a configurable super digest.
+
+use base64::Engine as _;
+use sha1::{Digest, Sha1};
+use testkeeper_wire::{Acl, Id, ZkError};
+
+/// One identity a session has authenticated as (`scheme`, `id`), e.g. ("digest", "u:hash").
+pub type AuthId = Id;
+
+/// `digest` scheme id for a `user:password` credential: `user:base64(sha1(user:password))`.
+pub fn digest_id(credential: &str) -> Option<String> {
+    let (user, _) = credential.split_once(':')?;
+    let hash = Sha1::digest(credential.as_bytes());
+    Some(format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash)))
+}
+
+/// Turns an auth packet into the identity it grants. `super_digest` is `super:<base64sha1>`.
+///
+/// # Errors
+/// AUTHFAILED for an unsupported scheme or a malformed credential.
+pub fn authenticate(scheme: &str, auth: &[u8], super_digest: Option<&str>) -> Result<AuthId, ZkError> {
+    match scheme {
+        "digest" => {
+            let cred = std::str::from_utf8(auth).map_err(|_| ZkError::AuthFailed)?;
+            let id = digest_id(cred).ok_or(ZkError::AuthFailed)?;
+            if super_digest == Some(id.as_str()) {
+                return Ok(Id { scheme: "super".into(), id: String::new() });
+            }
+            Ok(Id { scheme: "digest".into(), id })
+        }
+        _ => Err(ZkError::AuthFailed),
+    }
+}
+
+/// Whether `auth` may perform an operation needing `perm` on a node with `acl`.
+pub fn allowed(acl: &[Acl], auth: &[AuthId], perm: i32) -> bool {
+    if acl.is_empty() || auth.iter().any(|a| a.scheme == "super") {
+        return true;
+    }
+    acl.iter().any(|entry| {
+        entry.perms & perm != 0
+            && match entry.id.scheme.as_str() {
+                "world" => entry.id.id == "anyone",
+                scheme => auth.iter().any(|a| a.scheme == scheme && a.id == entry.id.id),
+            }
+    })
+}
+
+/// Checks `perm`, mapping a refusal to NOAUTH.
+///
+/// # Errors
+/// NOAUTH when no entry grants `perm`.
+pub fn check(acl: &[Acl], auth: &[AuthId], perm: i32) -> Result<(), ZkError> {
+    if allowed(acl, auth, perm) {
+        Ok(())
+    } else {
+        Err(ZkError::NoAuth)
+    }
+}
+
+/// Validates an ACL from a create or setACL and expands `auth` entries into the session's
+/// identities, as ZooKeeper's `fixupACL`.
+///
+/// # Errors
+/// INVALIDACL for an empty list, an unknown scheme (`ip` only where `allow_ip`: Keeper has no ip scheme), a malformed id, or an `auth` entry on a
+/// session with no identity.
+pub fn fixup(acl: &[Acl], auth: &[AuthId], allow_ip: bool) -> Result<Vec<Acl>, ZkError> {
+    if acl.is_empty() {
+        return Err(ZkError::InvalidAcl);
+    }
+    let mut out: Vec<Acl> = Vec::with_capacity(acl.len());
+    let mut push = |a: Acl| {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    };
+    for entry in acl {
+        match entry.id.scheme.as_str() {
+            "world" => {
+                if entry.id.id != "anyone" {
+                    return Err(ZkError::InvalidAcl);
+                }
+                push(entry.clone());
+            }
+            "auth" => {
+                let mut any = false;
+                for a in auth.iter().filter(|a| a.scheme != "super" && a.scheme != "ip") {
+                    any = true;
+                    push(Acl { perms: entry.perms, id: a.clone() });
+                }
+                if !any {
+                    return Err(ZkError::InvalidAcl);
+                }
+            }
+            "digest" => {
+                if entry.id.id.split(':').count() != 2 {
+                    return Err(ZkError::InvalidAcl);
+                }
+                push(entry.clone());
+            }
+            "ip" if allow_ip && is_ip_id(&entry.id.id) => push(entry.clone()),
+            _ => return Err(ZkError::InvalidAcl),
+        }
+    }
+    Ok(out)
+}
+
+fn is_ip_id(id: &str) -> bool {
+    let (addr, bits) = id.split_once('/').unwrap_or((id, "32"));
+    addr.parse::<std::net::IpAddr>().is_ok() && bits.parse::<u8>().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkeeper_wire::perms;
+
+    #[test]
+    fn digest_matches_zookeeper() {
+        // base64(sha1("super:secret")), as `DigestAuthenticationProvider.generateDigest` computes it.
+        assert_eq!(digest_id("super:secret").unwrap(), "super:lK75jTNcA+U9vtVEw5vB51mj/w4=");
+        assert_eq!(digest_id("nocolon"), None);
+    }
+
+    #[test]
+    fn checks_and_fixup() {
+        let user = authenticate("digest", b"u:p", None).unwrap();
+        let acl = vec![Acl { perms: perms::READ, id: user.clone() }];
+        assert!(allowed(&acl, std::slice::from_ref(&user), perms::READ));
+        assert!(!allowed(&acl, std::slice::from_ref(&user), perms::WRITE));
+        assert!(!allowed(&acl, &[], perms::READ));
+        assert!(allowed(&Acl::open(), &[], perms::ADMIN));
+        let sup = authenticate("digest", b"super:secret", Some("super:lK75jTNcA+U9vtVEw5vB51mj/w4=")).unwrap();
+        assert!(allowed(&acl, &[sup], perms::WRITE));
+        assert_eq!(fixup(&[], &[], true), Err(ZkError::InvalidAcl));
+        assert_eq!(fixup(&[Acl::new(31, "auth", "")], &[], true), Err(ZkError::InvalidAcl));
+        assert_eq!(fixup(&[Acl::new(31, "auth", "")], std::slice::from_ref(&user), true).unwrap(), acl.iter().map(|a| Acl { perms: 31, ..a.clone() }).collect::<Vec<_>>());
+        assert_eq!(fixup(&[Acl::new(31, "world", "nobody")], &[], true), Err(ZkError::InvalidAcl));
+        assert_eq!(fixup(&[Acl::new(31, "sasl", "x")], &[], true), Err(ZkError::InvalidAcl));
+        assert!(fixup(&[Acl::new(31, "ip", "127.0.0.1")], &[], true).is_ok());
+        assert_eq!(authenticate("sasl", b"x", None), Err(ZkError::AuthFailed));
+    }
+}

@@ -1,0 +1,168 @@
+//! Where ClickHouse Keeper and Apache ZooKeeper differ, as data: one switch per difference.
+//!
+//! Every field of [`Rules`] is documented in `docs/flavors.md` with its source. Code elsewhere
+//! asks the rules; it never branches on the flavor name.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Which real server to imitate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// ClickHouse Keeper (the default).
+    Keeper,
+    /// Apache ZooKeeper 3.8.
+    Zookeeper,
+}
+
+impl FromStr for Flavor {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "keeper" => Ok(Flavor::Keeper),
+            "zookeeper" | "zk" => Ok(Flavor::Zookeeper),
+            other => Err(format!("unknown flavor '{other}' (expected 'keeper' or 'zookeeper')")),
+        }
+    }
+}
+
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flavor::Keeper => "keeper",
+            Flavor::Zookeeper => "zookeeper",
+        })
+    }
+}
+
+/// The behaviour switches of one flavor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    pub flavor: Flavor,
+    /// ZooKeeper moves the parent's pzxid on child delete; Keeper does not
+    /// (KeeperStorage.cpp remove; ClickHouse/ClickHouse#115457).
+    pub delete_updates_parent_pzxid: bool,
+    /// The sequential suffix counter is an i32 that can wrap negative (ZooKeeper) or an i64 (Keeper).
+    pub seq_counter_i32: bool,
+    /// ZooKeeper reports 0 as the ephemeralOwner of container and TTL nodes
+    /// (DataNode.copyStat); Keeper reports what it stores.
+    pub hide_special_owners: bool,
+    /// multiRead sub-errors keep the op type with no body (Keeper, ClickHouse/ClickHouse#58747)
+    /// instead of ZooKeeper's `{-1, err}` + ErrorResponse.
+    pub multi_read_error_keeps_type: bool,
+    /// The system nodes under `/zookeeper` include `config` (ZooKeeper 3.5+).
+    pub zookeeper_config_node: bool,
+    /// `/keeper/api_version` and `/keeper/feature_flags` exist (Keeper).
+    pub keeper_system_nodes: bool,
+    /// First session id handed out; Keeper counts from 1, ZooKeeper starts from a time-based id.
+    pub first_session_id: i64,
+    /// Keeper bumps the parent's cversion on every setData of a child (KeeperStorageImpl.cpp
+    /// Set; ClickHouse/ClickHouse#115457). ZooKeeper does not.
+    pub set_bumps_parent_cversion: bool,
+    /// Session creation consumes a zxid in ZooKeeper (createSession txn); Keeper's SessionID
+    /// request does not touch the storage zxid.
+    pub create_session_consumes_zxid: bool,
+    /// The root's client-visible cversion at startup: ZooKeeper shows -1 (2*creates - children,
+    /// with `/zookeeper` added without a create), Keeper 0.
+    pub root_initial_cversion: i32,
+    /// Keeper refuses children under TTL nodes with BADARGUMENTS; ZooKeeper allows them.
+    pub ttl_nodes_refuse_children: bool,
+    /// Keeper reserves `/keeper` and below: writes there are BADARGUMENTS.
+    pub keeper_path_reserved: bool,
+    /// The `ip` ACL scheme exists (ZooKeeper) or not (Keeper: world, auth, digest only).
+    pub ip_acl_scheme: bool,
+    /// A persistent-recursive watch event names the watched path (Keeper's storage does this)
+    /// rather than the changed node (ZooKeeper).
+    pub recursive_event_names_watch_path: bool,
+    /// setWatches: a child watch whose node's pzxid moved fires NodeDataChanged (Keeper) rather
+    /// than NodeChildrenChanged (ZooKeeper).
+    pub set_watches_child_change_is_data_changed: bool,
+    /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
+    pub set_watches_reply_first: bool,
+}
+
+impl Rules {
+    /// The rules of `flavor`, with the session id base given by the caller (time-derived for
+    /// ZooKeeper, decided once at startup so the core itself never reads a clock).
+    pub fn new(flavor: Flavor, zk_session_base: i64) -> Rules {
+        match flavor {
+            Flavor::Keeper => Rules {
+                flavor,
+                delete_updates_parent_pzxid: false,
+                seq_counter_i32: false,
+                hide_special_owners: false,
+                multi_read_error_keeps_type: true,
+                zookeeper_config_node: false,
+                keeper_system_nodes: true,
+                first_session_id: 1,
+                set_bumps_parent_cversion: true,
+                create_session_consumes_zxid: false,
+                root_initial_cversion: 0,
+                ttl_nodes_refuse_children: true,
+                keeper_path_reserved: true,
+                ip_acl_scheme: false,
+                recursive_event_names_watch_path: true,
+                set_watches_child_change_is_data_changed: true,
+                set_watches_reply_first: true,
+            },
+            Flavor::Zookeeper => Rules {
+                flavor,
+                delete_updates_parent_pzxid: true,
+                seq_counter_i32: true,
+                hide_special_owners: true,
+                multi_read_error_keeps_type: false,
+                zookeeper_config_node: true,
+                keeper_system_nodes: false,
+                first_session_id: zk_session_base,
+                set_bumps_parent_cversion: false,
+                create_session_consumes_zxid: true,
+                root_initial_cversion: -1,
+                ttl_nodes_refuse_children: false,
+                keeper_path_reserved: false,
+                ip_acl_scheme: true,
+                recursive_event_names_watch_path: false,
+                set_watches_child_change_is_data_changed: false,
+                set_watches_reply_first: false,
+            },
+        }
+    }
+
+    /// Formats a sequential suffix from the parent's counter, as the flavor's server does.
+    pub fn seq_suffix(&self, counter: i64) -> String {
+        if self.seq_counter_i32 {
+            // Java's String.format("%010d", int): the counter is an int and wraps.
+            let v = counter as i32;
+            if v < 0 {
+                format!("-{:09}", -(v as i64))
+            } else {
+                format!("{v:010}")
+            }
+        } else {
+            format!("{counter:010}")
+        }
+    }
+}
+
+/// ZooKeeper's first session id: `(ms << 24) >>> 8 | serverId << 56`; a standalone server's
+/// session tracker uses server id 1, so ids look like `0x01xx...`.
+pub fn zookeeper_session_base(now_ms: i64) -> i64 {
+    ((((now_ms as u64) << 24) >> 8) | (1u64 << 56)) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_suffix_formats() {
+        let zk = Rules::new(Flavor::Zookeeper, 0);
+        let keeper = Rules::new(Flavor::Keeper, 0);
+        assert_eq!(zk.seq_suffix(1), "0000000001");
+        assert_eq!(keeper.seq_suffix(42), "0000000042");
+        assert_eq!(zk.seq_suffix(i32::MAX as i64 + 1), "-2147483648");
+        assert_eq!(zk.seq_suffix(-1), "-000000001");
+        assert_eq!(keeper.seq_suffix(10_000_000_000), "10000000000");
+        assert_eq!("zookeeper".parse::<Flavor>(), Ok(Flavor::Zookeeper));
+        assert!("etcd".parse::<Flavor>().is_err());
+    }
+}

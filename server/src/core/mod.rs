@@ -1,0 +1,23 @@
+//! The deterministic core: no tokio, no clock, no randomness.
+//!
+//! # Layout
+//! - `state`: the replicated state (tree, sessions, zxid); `prepare/` decides, `apply` mutates.
+//! - `tree`, `node`, `path`: the data tree and its rules.
+//! - `digest`: Keeper's per-node SipHash digest, summed into the tree digest.
+//! - `txn`: the closed set of decided changes and the log entry.
+//! - `read`: reads against the committed tree.
+//! - `watches`: the (per-server) watch table and how changes fire it.
+//! - `acl`, `flavor`: ACL rules, and every Keeper/ZooKeeper difference as data.
+
+pub mod acl;
+pub mod apply;
+pub mod digest;
+pub mod flavor;
+pub mod node;
+pub mod path;
+pub mod prepare;
+pub mod read;
+pub mod state;
+pub mod tree;
+pub mod txn;
+pub mod watches;

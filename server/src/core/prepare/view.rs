@@ -1,0 +1,72 @@
+//! The view `prepare` validates against: the committed tree plus the pending changes of the
+//! ops decided so far in the same multi. Nothing here mutates the tree; dropping the view is
+//! the rollback of a failed multi.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use testkeeper_wire::Acl;
+
+use crate::core::node::{NodeStat, CONTAINER_OWNER};
+use crate::core::tree::Tree;
+
+/// What prepare needs to know of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeView {
+    pub stat: NodeStat,
+    pub acl: Arc<[Acl]>,
+    pub num_children: i32,
+    pub seq: i64,
+    pub ttl: i64,
+    pub data_len: i32,
+}
+
+impl NodeView {
+    /// Whether the node is a session ephemeral (which cannot have children).
+    pub fn is_ephemeral(&self) -> bool {
+        self.stat.ephemeral_owner != 0 && self.stat.ephemeral_owner != CONTAINER_OWNER
+    }
+}
+
+/// Committed tree + pending changes.
+pub struct View<'a> {
+    tree: &'a Tree,
+    pending: HashMap<String, Option<NodeView>>,
+}
+
+impl<'a> View<'a> {
+    /// A view with nothing pending.
+    pub fn new(tree: &'a Tree) -> Self {
+        View { tree, pending: HashMap::new() }
+    }
+
+    /// The node at `path` as the ops so far would leave it.
+    pub fn get(&self, path: &str) -> Option<NodeView> {
+        if let Some(p) = self.pending.get(path) {
+            return p.clone();
+        }
+        self.tree.get(path).map(|n| NodeView {
+            stat: n.stat,
+            acl: n.acl.clone(),
+            num_children: n.children.len() as i32,
+            seq: n.seq,
+            ttl: n.ttl,
+            data_len: n.data.len() as i32,
+        })
+    }
+
+    /// Records the node's pending state (`None` = deleted).
+    pub fn set(&mut self, path: &str, node: Option<NodeView>) {
+        self.pending.insert(path.to_string(), node);
+    }
+
+    /// Committed children of `path` that are not pending deletion (for removeRecursive).
+    pub fn committed_children(&self, path: &str) -> Vec<String> {
+        let Some(n) = self.tree.get(path) else { return Vec::new() };
+        n.children
+            .iter()
+            .map(|c| crate::core::path::join(path, c))
+            .filter(|p| !matches!(self.pending.get(p), Some(None)))
+            .collect()
+    }
+}

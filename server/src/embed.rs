@@ -1,0 +1,177 @@
+//! The in-process API, in the spirit of Curator's `TestingServer` but instant: bind first
+//! (port 0 is fine, no probe-then-bind race), then serve; expire sessions, restart keeping the
+//! tree, and read the digest, all without touching the network.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use testkeeper_server::{config::ServerConfig, core::flavor::Flavor, embed::TestKeeper};
+//! let mut cfg = ServerConfig::new(Flavor::Keeper);
+//! cfg.listen = "127.0.0.1:0".parse().unwrap();
+//! let server = TestKeeper::start(cfg).await?;
+//! println!("connect to {}", server.connect_string());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+use crate::engine::Engine;
+use crate::net::{listener, Shared};
+
+/// A running server.
+pub struct TestKeeper {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl TestKeeper {
+    /// Binds `cfg.listen` and starts serving with the system clock.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start(cfg: ServerConfig) -> io::Result<TestKeeper> {
+        Self::start_with_clock(cfg, Clock::System).await
+    }
+
+    /// Like [`start`](Self::start) with a chosen clock (a manual clock makes session expiry and
+    /// node times fully test-controlled).
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start_with_clock(cfg: ServerConfig, clock: Clock) -> io::Result<TestKeeper> {
+        let listener = TcpListener::bind(cfg.listen).await?;
+        let addr = listener.local_addr()?;
+        let mut cfg = cfg;
+        cfg.listen = addr;
+        let cfg = Arc::new(cfg);
+        let engine = Engine::new(cfg.clone(), clock);
+        let shared = Arc::new(Shared::new(cfg, engine));
+        let (stop, _) = watch::channel(false);
+        let mut tk = TestKeeper { shared, addr, stop, tasks: Vec::new() };
+        tk.spawn(listener);
+        Ok(tk)
+    }
+
+    fn spawn(&mut self, listener: TcpListener) {
+        let rx = self.stop.subscribe();
+        self.tasks.push(tokio::spawn(listener::serve(listener, self.shared.clone(), rx)));
+        let shared = self.shared.clone();
+        let mut rx = self.stop.subscribe();
+        let tick = Duration::from_millis(self.shared.cfg.tick_ms.max(1));
+        self.tasks.push(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(tick);
+            loop {
+                tokio::select! {
+                    _ = interval.tick() => shared.engine().tick(),
+                    _ = rx.changed() => return,
+                }
+            }
+        }));
+    }
+
+    /// The bound address (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `host:port`, as ZooKeeper clients take it.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Runs `f` with the engine locked: full access for tests and tools.
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        f(&mut self.shared.engine())
+    }
+
+    /// Expires a session now, as if its timeout had passed. Returns whether it existed.
+    pub fn expire_session(&self, id: i64) -> bool {
+        self.with_engine(|e| e.end_session(id))
+    }
+
+    /// Ids of the live sessions, ordered.
+    pub fn sessions(&self) -> Vec<i64> {
+        self.with_engine(|e| {
+            let mut v: Vec<i64> = e.sessions.keys().copied().collect();
+            v.sort_unstable();
+            v
+        })
+    }
+
+    /// The tree digest (Keeper V5 formula), as `mntr` reports it.
+    pub fn digest(&self) -> u64 {
+        self.with_engine(|e| e.state.tree.digest())
+    }
+
+    /// Number of znodes, system nodes included.
+    pub fn node_count(&self) -> usize {
+        self.with_engine(|e| e.state.tree.len())
+    }
+
+    /// The server's clock (advance a manual clock to drive session expiry).
+    pub fn clock(&self) -> Clock {
+        self.with_engine(|e| e.clock.clone())
+    }
+
+    /// Runs the periodic work (expiry, container/TTL collection) now.
+    pub fn tick(&self) {
+        self.with_engine(Engine::tick);
+    }
+
+    async fn stop_tasks(&mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        // Connections notice the stop on their next poll; make sure none is left bound to a session.
+        self.with_engine(|e| {
+            let conns: Vec<u64> = e.conns.keys().copied().collect();
+            for c in conns {
+                e.close_conn(c);
+                e.disconnect(c);
+            }
+        });
+    }
+
+    /// Stops serving and starts again on the same address, keeping the tree and the sessions
+    /// (their timeouts restart, as after a ZooKeeper restart), so clients can reconnect.
+    ///
+    /// # Errors
+    /// When the address cannot be bound again.
+    pub async fn restart(&mut self) -> io::Result<()> {
+        self.stop_tasks().await;
+        let (stop, _) = watch::channel(false);
+        self.stop = stop;
+        let listener = TcpListener::bind(self.addr).await?;
+        self.with_engine(|e| {
+            let now = e.clock.now_ms();
+            for s in e.sessions.values_mut() {
+                s.deadline_ms = now + i64::from(s.timeout_ms);
+            }
+        });
+        self.spawn(listener);
+        Ok(())
+    }
+
+    /// Stops serving and waits for the listener and timer to end.
+    pub async fn shutdown(mut self) {
+        self.stop_tasks().await;
+    }
+}
+
+impl Drop for TestKeeper {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

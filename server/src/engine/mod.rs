@@ -1,0 +1,218 @@
+//! The engine: owns the state machine and the per-server tables around it (runtime sessions,
+//! connections, watches, stats), and runs every request through one path:
+//! decide (`prepare`) -> entry (zxid, time) -> `apply` -> watch events -> reply.
+//!
+//! The engine is shared behind one mutex; a connection holds it only while it processes the
+//! frames it has already read, so requests of one session are handled in order (ZooKeeper's
+//! FIFO-per-session promise) and a read sees every write before it.
+//!
+//! # Layout
+//! - `dispatch`: one request to its reply.
+//! - `session`: handshake, resumption, disconnect, expiry.
+//! - `reply`: outcome -> wire response; watch registration after reads.
+//! - `stats`: counters for the four-letter words and metrics.
+
+mod dispatch;
+mod reply;
+pub mod session;
+pub mod stats;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use testkeeper_wire::frame::put_reply;
+use testkeeper_wire::opcode::WATCH_XID;
+use testkeeper_wire::records::header::{keeper_state, ReplyHeader, WatcherEvent};
+use testkeeper_wire::Response;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+use crate::core::acl::AuthId;
+use crate::core::apply::Applied;
+use crate::core::digest::DIGEST_VERSION;
+use crate::core::flavor::{zookeeper_session_base, Rules};
+use crate::core::state::{State, StateOptions};
+use crate::core::txn::{Entry, Txn};
+use crate::core::watches::Watches;
+pub use dispatch::Flow;
+pub use session::SessionRt;
+use stats::Stats;
+
+/// What a connection's writer is told to do.
+#[derive(Debug)]
+pub enum Out {
+    /// Write these bytes (one or more whole frames).
+    Frame(Bytes),
+    /// Flush what was queued before, then close the socket.
+    Close,
+}
+
+/// A live connection, as the 4lw commands and the engine see it.
+#[derive(Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub tx: UnboundedSender<Out>,
+    /// The session bound to this connection (0 before the handshake).
+    pub session: i64,
+    pub established_ms: i64,
+    pub received: u64,
+    pub sent: u64,
+    pub last_op: &'static str,
+    pub last_xid: i32,
+    pub last_zxid: i64,
+    pub last_latency_ms: u64,
+    /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
+    /// client re-sends its credentials after reconnecting).
+    pub auth: Vec<AuthId>,
+}
+
+/// The state machine plus everything around it that is per server.
+pub struct Engine {
+    pub cfg: Arc<ServerConfig>,
+    pub clock: Clock,
+    pub state: State,
+    pub watches: Watches,
+    pub sessions: HashMap<i64, SessionRt>,
+    pub conns: HashMap<u64, ConnInfo>,
+    pub stats: Stats,
+    /// The most recent entries, for replay checks (bounded by `cfg.retain_log`).
+    pub log: VecDeque<Entry>,
+    next_index: u64,
+    next_conn: u64,
+    /// Secret mixed into session passwords (from the seed): passwords are not tree state.
+    secret: u64,
+    last_gc_ms: i64,
+}
+
+impl Engine {
+    /// A fresh engine with the flavor's system nodes.
+    pub fn new(cfg: Arc<ServerConfig>, clock: Clock) -> Engine {
+        let now = clock.now_ms();
+        let rules = Rules::new(cfg.flavor, zookeeper_session_base(now));
+        let opts = StateOptions {
+            rules,
+            digest_enabled: cfg.digest_enabled,
+            feature_flags: cfg.feature_flags.to_bytes(),
+            api_version: cfg.feature_flags.api_version().to_string().into_bytes(),
+            zookeeper_config: Vec::new(),
+        };
+        Engine {
+            secret: cfg.seed ^ 0x7465_7374_6b65_6570,
+            cfg,
+            clock,
+            state: State::new(&opts),
+            watches: Watches::default(),
+            sessions: HashMap::new(),
+            conns: HashMap::new(),
+            stats: Stats::default(),
+            log: VecDeque::new(),
+            next_index: 1,
+            next_conn: 1,
+            last_gc_ms: now,
+        }
+    }
+
+    /// Registers a new connection and returns its id.
+    pub fn add_conn(&mut self, peer: SocketAddr, tx: UnboundedSender<Out>) -> u64 {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let established_ms = self.clock.now_ms();
+        self.conns.insert(
+            id,
+            ConnInfo { peer, tx, session: 0, established_ms, received: 0, sent: 0, last_op: "NA", last_xid: -1, last_zxid: -1, last_latency_ms: 0, auth: Vec::new() },
+        );
+        id
+    }
+
+    /// Turns a decided txn into an entry, applies it, and sends the watch events it fires.
+    /// This is the only way anything changes the state.
+    pub fn commit(&mut self, session: i64, txn: Txn) -> (Entry, Applied) {
+        let consumes = !matches!(txn, Txn::CreateSession { .. }) || self.state.rules.create_session_consumes_zxid;
+        let zxid = if consumes { self.state.zxid + 1 } else { self.state.zxid };
+        let mut entry = Entry { index: self.next_index, zxid, time_ms: self.clock.now_ms(), session, txn, digest: None };
+        self.next_index += 1;
+        let applied = self.state.apply(&entry);
+        if self.cfg.digest_enabled {
+            entry.digest = Some((DIGEST_VERSION, applied.digest));
+        }
+        if self.cfg.digest_check_on_commit {
+            let full = self.state.tree.recompute_digest();
+            assert_eq!(full, applied.digest, "digest check on commit failed at log index {} (zxid {:#x})", entry.index, entry.zxid);
+        }
+        if self.cfg.retain_log > 0 {
+            if self.log.len() == self.cfg.retain_log {
+                self.log.pop_front();
+            }
+            self.log.push_back(entry.clone());
+        }
+        for t in &applied.triggers {
+            for ev in self.watches.fire(t, &self.state.rules) {
+                self.send_event(ev.session, ev.event_type, &ev.path);
+            }
+        }
+        (entry, applied)
+    }
+
+    /// Queues a watch notification for a session, if it is connected.
+    pub fn send_event(&mut self, session: i64, event_type: i32, path: &str) {
+        let header = ReplyHeader { xid: WATCH_XID, zxid: -1, err: 0 };
+        let mut buf = BytesMut::new();
+        testkeeper_wire::frame::put_frame(&mut buf, |out| {
+            use testkeeper_wire::jute::Encode;
+            header.encode(out);
+            WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() }.encode(out);
+        });
+        self.send_to_session(session, buf.freeze());
+    }
+
+    fn send_to_session(&mut self, session: i64, frame: Bytes) {
+        if let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) {
+            self.send(conn, frame);
+        }
+    }
+
+    /// Queues bytes on a connection.
+    pub fn send(&mut self, conn: u64, frame: Bytes) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.sent += 1;
+            self.stats.packets_sent += 1;
+            let _ = c.tx.send(Out::Frame(frame));
+        }
+    }
+
+    /// Queues a reply frame on a connection.
+    pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
+        let mut buf = BytesMut::new();
+        put_reply(&mut buf, &ReplyHeader { xid, zxid, err }, body);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.last_zxid = zxid;
+        }
+        self.send(conn, buf.freeze());
+    }
+
+    /// Asks a connection's writer to close it after what is queued.
+    pub fn close_conn(&mut self, conn: u64) {
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(Out::Close);
+        }
+    }
+
+    /// The auth identities of connection `conn`.
+    pub fn auth_of(&self, conn: u64) -> Vec<AuthId> {
+        self.conns.get(&conn).map(|c| c.auth.clone()).unwrap_or_default()
+    }
+
+    /// Periodic work: expire sessions whose deadline passed, collect empty containers and
+    /// expired TTL nodes.
+    pub fn tick(&mut self) {
+        let now = self.clock.now_ms();
+        self.expire_due(now);
+        if now - self.last_gc_ms >= self.cfg.container_check_ms as i64 {
+            self.last_gc_ms = now;
+            self.collect_containers_and_ttls(now);
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Four-letter words: the text answers of `ruok`, `mntr`, `srvr`... in each flavor's format
+//! (ZooKeeper's `FourLetterCommands`, Keeper's `FourLetterCommand.cpp`).
+
+use std::fmt::Write as _;
+
+use crate::core::digest::DIGEST_VERSION;
+use crate::core::flavor::Flavor;
+use crate::engine::Engine;
+use crate::net::Shared;
+
+/// Version string both flavors report; kazoo parses the digits of `zookeeper.version=`.
+pub const ZK_VERSION: &str = "3.8.0-testkeeper";
+/// What the keeper flavor reports as its ClickHouse Keeper version.
+pub const KEEPER_VERSION: &str = concat!("v26.6.1.1-testkeeper-", env!("CARGO_PKG_VERSION"));
+
+const ZK_WORDS: &[&str] = &["ruok", "stat", "srvr", "conf", "cons", "crst", "dump", "envi", "srst", "wchc", "wchp", "wchs", "mntr", "isro", "dirs"];
+const KEEPER_WORDS: &[&str] = &[
+    "ruok", "mntr", "srvr", "stat", "srst", "conf", "cons", "crst", "envi", "dirs", "isro", "wchs", "wchc", "wchp", "dump", "csnp",
+    "lgif", "rqld", "rclc", "clrs", "ftfl", "ydld", "pfev", "lgrq", "rcfg", "rcvr", "apiv",
+];
+
+/// Whether the flavor's server knows `word` at all.
+pub fn is_known(flavor: Flavor, word: &str) -> bool {
+    match flavor {
+        Flavor::Zookeeper => ZK_WORDS.contains(&word),
+        Flavor::Keeper => KEEPER_WORDS.contains(&word),
+    }
+}
+
+/// The answer to `word`, or `None` to close silently (Keeper's way with words it does not allow).
+pub fn answer(shared: &Shared, word: &str) -> Option<String> {
+    let cfg = &shared.cfg;
+    if !cfg.allows_4lw(word) {
+        return match cfg.flavor {
+            Flavor::Zookeeper => Some(format!("{word} is not executed because it is not in the whitelist.\n")),
+            Flavor::Keeper => None,
+        };
+    }
+    let mut e = shared.engine();
+    Some(text(&mut e, word))
+}
+
+fn text(e: &mut Engine, word: &str) -> String {
+    let keeper = e.cfg.flavor == Flavor::Keeper;
+    match word {
+        "ruok" => "imok".into(),
+        "mntr" => mntr(e),
+        "srvr" => srvr(e, false),
+        "stat" => srvr(e, true),
+        "srst" => {
+            e.stats.reset();
+            "Server stats reset.\n".into()
+        }
+        "crst" => {
+            for c in e.conns.values_mut() {
+                c.received = 0;
+                c.sent = 0;
+            }
+            "Connection stats reset.\n".into()
+        }
+        "conf" => conf(e),
+        "cons" => cons(e),
+        "envi" => envi(keeper),
+        "dirs" => "snapshot_dir_size: 0\nlog_dir_size: 0\n".into(),
+        "isro" => "rw".into(),
+        "wchs" => {
+            let entries = e.watches.entries();
+            let mut paths: Vec<&String> = entries.iter().map(|(p, _)| p).collect();
+            paths.dedup();
+            let mut sessions: Vec<i64> = entries.iter().map(|(_, s)| *s).collect();
+            sessions.sort_unstable();
+            sessions.dedup();
+            format!("{} connections watching {} paths\nTotal watches:{}\n", sessions.len(), paths.len(), entries.len())
+        }
+        "wchc" => {
+            let mut by: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+            for (p, s) in e.watches.entries() {
+                by.entry(s).or_default().push(p);
+            }
+            by.iter().map(|(s, ps)| format!("0x{s:x}\n{}", ps.iter().map(|p| format!("\t{p}\n")).collect::<String>())).collect()
+        }
+        "wchp" => {
+            let mut by: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+            for (p, s) in e.watches.entries() {
+                by.entry(p).or_default().push(s);
+            }
+            by.iter().map(|(p, ss)| format!("{p}\n{}", ss.iter().map(|s| format!("\t0x{s:x}\n")).collect::<String>())).collect()
+        }
+        "dump" => dump(e),
+        "apiv" => e.cfg.feature_flags.api_version().to_string(),
+        "ftfl" => e.cfg.feature_flags.ftfl(),
+        "lgif" => {
+            let i = e.state.last_index;
+            format!("first_log_idx\t1\nfirst_log_term\t1\nlast_log_idx\t{i}\nlast_log_term\t1\nlast_committed_log_idx\t{i}\nleader_committed_log_idx\t{i}\ntarget_committed_log_idx\t{i}\nlast_snapshot_idx\t0\n")
+        }
+        "csnp" => "Failed to schedule snapshot creation task.".into(),
+        "rqld" => "Sent leadership request to leader.".into(),
+        "ydld" => "Sent yield leadership request to leader.".into(),
+        "rclc" | "clrs" | "rcvr" => "ok".into(),
+        "lgrq" => "disabled".into(),
+        "pfev" => String::new(),
+        "rcfg" => "Reconfiguration is not supported by testkeeper".into(),
+        _ => String::new(),
+    }
+}
+
+fn mntr(e: &Engine) -> String {
+    let keeper = e.cfg.flavor == Flavor::Keeper;
+    let (min, avg, max) = e.stats.latency_ms();
+    let version = if keeper { KEEPER_VERSION } else { ZK_VERSION };
+    let mut s = String::new();
+    let mut kv = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = writeln!(s, "zk_{k}\t{v}");
+    };
+    kv("version", &version);
+    kv("avg_latency", &avg);
+    kv("max_latency", &max);
+    kv("min_latency", &min);
+    kv("packets_received", &e.stats.packets_received);
+    kv("packets_sent", &e.stats.packets_sent);
+    kv("num_alive_connections", &e.conns.len());
+    kv("outstanding_requests", &0);
+    kv("server_state", &"standalone");
+    kv("znode_count", &e.state.tree.len());
+    kv("watch_count", &e.watches.count());
+    kv("ephemerals_count", &e.state.tree.ephemeral_count());
+    kv("approximate_data_size", &e.state.tree.approximate_data_size());
+    if keeper {
+        kv("key_arena_size", &0);
+        kv("latest_snapshot_size", &0);
+    }
+    kv("nodes_digest", &e.state.tree.digest());
+    kv("digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
+    kv("zxid", &format_args!("0x{:x}", e.state.zxid));
+    s
+}
+
+fn srvr(e: &Engine, with_clients: bool) -> String {
+    let keeper = e.cfg.flavor == Flavor::Keeper;
+    let (min, avg, max) = e.stats.latency_ms();
+    let mut s = if keeper { format!("ClickHouse Keeper version: {KEEPER_VERSION}\n") } else { format!("Zookeeper version: {ZK_VERSION}, built on 01/01/2026 00:00 GMT\n") };
+    if with_clients {
+        s.push_str("Clients:\n");
+        for c in e.conns.values() {
+            let _ = writeln!(s, " {}(recved={},sent={})", c.peer, c.received, c.sent);
+        }
+        s.push('\n');
+    }
+    let _ = write!(
+        s,
+        "Latency min/avg/max: {min}/{avg}/{max}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: 0\nZxid: 0x{:x}\nMode: standalone\nNode count: {}\n",
+        e.stats.packets_received,
+        e.stats.packets_sent,
+        e.conns.len(),
+        e.state.zxid,
+        e.state.tree.len()
+    );
+    s
+}
+
+fn cons(e: &Engine) -> String {
+    let now = e.clock.now_ms();
+    let mut out = String::new();
+    for c in e.conns.values() {
+        let _ = writeln!(
+            out,
+            " {}(recved={},sent={},sid=0x{:x},lop={},est={},to={},lcxid=0x{:x},lzxid=0x{:x},lresp={},llat={})",
+            c.peer,
+            c.received,
+            c.sent,
+            c.session,
+            c.last_op,
+            c.established_ms,
+            e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms),
+            c.last_xid,
+            c.last_zxid,
+            now,
+            c.last_latency_ms
+        );
+    }
+    out.push('\n');
+    out
+}
+
+fn conf(e: &Engine) -> String {
+    let c = &e.cfg;
+    format!(
+        "clientPort={}\nflavor={}\nmaxClientCnxns=0\nminSessionTimeout={}\nmaxSessionTimeout={}\nmax_frame={}\ndigest_enabled={}\nfour_letter_word_allow_list={}\n",
+        c.listen.port(),
+        c.flavor,
+        c.min_session_timeout_ms,
+        c.max_session_timeout_ms,
+        c.max_frame,
+        c.digest_enabled,
+        c.four_letter_words.as_ref().map_or("*".to_string(), |l| l.join(","))
+    )
+}
+
+fn envi(keeper: bool) -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    let mut s = String::from("Environment:\n");
+    if keeper {
+        let _ = writeln!(s, "clickhouse.keeper.version={KEEPER_VERSION}");
+    }
+    // Both flavors carry this line: kazoo's server_version() parses it.
+    let _ = writeln!(s, "zookeeper.version={ZK_VERSION}, built on 01/01/2026 00:00 GMT");
+    let _ = writeln!(s, "host.name={host}");
+    let _ = writeln!(s, "os.name={}", std::env::consts::OS);
+    let _ = writeln!(s, "os.arch={}", std::env::consts::ARCH);
+    let _ = writeln!(s, "user.dir={}", std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default());
+    s
+}
+
+fn dump(e: &Engine) -> String {
+    let mut ids: Vec<&i64> = e.sessions.keys().collect();
+    ids.sort();
+    let mut s = format!("Sessions dump ({}):\n", ids.len());
+    for id in &ids {
+        let _ = writeln!(s, "0x{id:x}");
+    }
+    let mut owners: Vec<(i64, usize)> = e.state.tree.ephemeral_owners().collect();
+    owners.sort_unstable();
+    let _ = writeln!(s, "Sessions with Ephemerals ({}):", owners.len());
+    for (id, _) in owners {
+        let _ = writeln!(s, "0x{id:x}");
+        for p in e.state.tree.ephemerals_of(id) {
+            let _ = writeln!(s, "\t{p}");
+        }
+    }
+    s
+}
