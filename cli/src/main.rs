@@ -1,5 +1,6 @@
 //! `testkeeper`: one binary with subcommands. `serve` runs the server.
 
+mod digest;
 mod serve;
 
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run the server (in memory) until SIGINT/SIGTERM.
     Serve(serve::ServeArgs),
+    /// Walk a server's tree and print its Keeper digest and a server-independent content digest.
+    Digest(digest::DigestArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Digest(args) => digest::run(args).await,
         }
     });
     match result {

@@ -7,6 +7,7 @@ use clap::Args;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
 use testkeeper_server::embed::TestKeeper;
+use testkeeper_server::faults::Rule;
 use testkeeper_server::features::FeatureFlags;
 use tracing::info;
 
@@ -46,6 +47,21 @@ pub struct ServeArgs {
     /// Seed for every random choice; printed at start.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Fault rule, repeatable: KIND[:key=value,...]. Kinds: drop-response, drop-request,
+    /// error (code=), delay (ms=), reset, expire-session. Keys: op, path (glob), session,
+    /// nth, prob, count. Example: 'drop-response:op=create,path=/locks/*,count=1'.
+    /// prob= draws from --seed, so a run replays with the same seed. See docs/faults.md.
+    #[arg(long = "fault", value_name = "RULE", value_parser = parse_fault)]
+    pub faults: Vec<String>,
+    /// Serve the admin HTTP endpoint here (/ready, /metrics, /api/v1/commands/{4lw},
+    /// /api/v1/faults); port 0 picks a free port (the real one is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+}
+
+/// Checks a `--fault` rule at flag-parsing time, so a typo stops the server from starting.
+fn parse_fault(s: &str) -> Result<String, String> {
+    Rule::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
 fn parse_flavor(s: &str) -> Result<Flavor, String> {
@@ -78,9 +94,11 @@ impl ServeArgs {
                 cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
             ));
         }
-        cfg.default_session_timeout_ms = cfg.default_session_timeout_ms.clamp(cfg.min_session_timeout_ms, cfg.max_session_timeout_ms);
+        cfg.default_session_timeout_ms =
+            cfg.default_session_timeout_ms.clamp(cfg.min_session_timeout_ms, cfg.max_session_timeout_ms);
         if let Some(words) = &self.four_letter_words {
-            cfg.four_letter_words = if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };
+            cfg.four_letter_words =
+                if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };
         }
         if let Some(d) = &self.super_digest {
             if !d.starts_with("super:") || d.len() <= 6 {
@@ -109,8 +127,17 @@ fn rand_seed() -> u64 {
 pub async fn run(args: ServeArgs) -> Result<(), String> {
     let cfg = args.config()?;
     let (flavor, seed) = (cfg.flavor, cfg.seed);
-    let server = TestKeeper::start(cfg).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let mut server = TestKeeper::start(cfg).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     info!(%flavor, seed, "testkeeper started (seed {seed})");
+    for rule in &args.faults {
+        let id = server.add_fault(rule)?;
+        info!(id, rule, "fault rule installed");
+    }
+    if let Some(addr) = args.http {
+        let bound = server.start_http(addr).await.map_err(|e| format!("cannot serve HTTP on {addr}: {e}"))?;
+        info!(%bound, "http endpoint listening");
+        eprintln!("testkeeper http listening on {bound}");
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "testkeeper listening on {}", server.addr());

@@ -48,7 +48,11 @@ impl ServerConfig {
             min_session_timeout_ms: if keeper { 10_000 } else { 4_000 },
             max_session_timeout_ms: if keeper { 100_000 } else { 40_000 },
             default_session_timeout_ms: if keeper { 30_000 } else { 4_000 },
-            four_letter_words: if keeper { Some(KEEPER_DEFAULT_4LW.split(',').map(String::from).collect()) } else { None },
+            four_letter_words: if keeper {
+                Some(KEEPER_DEFAULT_4LW.split(',').map(String::from).collect())
+            } else {
+                None
+            },
             super_digest: None,
             feature_flags: FeatureFlags::keeper_default(),
             digest_enabled: true,
@@ -83,9 +87,15 @@ mod tests {
     #[test]
     fn timeouts_clamp_per_flavor() {
         let k = ServerConfig::new(Flavor::Keeper);
-        assert_eq!((k.negotiate_timeout(5000), k.negotiate_timeout(60000), k.negotiate_timeout(0)), (10000, 60000, 30000));
+        assert_eq!(
+            (k.negotiate_timeout(5000), k.negotiate_timeout(60000), k.negotiate_timeout(0)),
+            (10000, 60000, 30000)
+        );
         let z = ServerConfig::new(Flavor::Zookeeper);
-        assert_eq!((z.negotiate_timeout(5000), z.negotiate_timeout(60000), z.negotiate_timeout(0)), (5000, 40000, 4000));
+        assert_eq!(
+            (z.negotiate_timeout(5000), z.negotiate_timeout(60000), z.negotiate_timeout(0)),
+            (5000, 40000, 4000)
+        );
         assert!(k.allows_4lw("ruok") && !k.allows_4lw("dump") && z.allows_4lw("dump"));
     }
 }

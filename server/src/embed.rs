@@ -12,6 +12,21 @@
 //! server.shutdown().await;
 //! # Ok(()) }
 //! ```
+//!
+//! Faults (see `docs/faults.md`) use the same rule grammar as `testkeeper serve --fault`:
+//!
+//! ```no_run
+//! # async fn demo(server: testkeeper_server::embed::TestKeeper) {
+//! // The next create under /locks commits but its reply is lost, and the connection drops.
+//! server.drop_next_response("op=create,path=/locks/*").unwrap();
+//! let id = server.add_fault("delay:ms=200,op=getData,prob=0.5").unwrap();
+//! // ... run the client under test, then look at what fired:
+//! for ev in server.fault_events() {
+//!     println!("{} on {} {:?} (applied: {})", ev.kind, ev.op, ev.path, ev.applied);
+//! }
+//! server.remove_fault(id);
+//! # }
+//! ```
 
 use std::io;
 use std::net::SocketAddr;
@@ -25,6 +40,8 @@ use tokio::task::JoinHandle;
 use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::engine::Engine;
+use crate::faults::{FaultEvent, RuleStatus};
+use crate::http::HttpServer;
 use crate::net::{listener, Shared};
 
 /// A running server.
@@ -33,6 +50,8 @@ pub struct TestKeeper {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The admin HTTP endpoint, once started; it outlives `restart`.
+    http: Option<HttpServer>,
 }
 
 impl TestKeeper {
@@ -58,7 +77,7 @@ impl TestKeeper {
         let engine = Engine::new(cfg.clone(), clock);
         let shared = Arc::new(Shared::new(cfg, engine));
         let (stop, _) = watch::channel(false);
-        let mut tk = TestKeeper { shared, addr, stop, tasks: Vec::new() };
+        let mut tk = TestKeeper { shared, addr, stop, tasks: Vec::new(), http: None };
         tk.spawn(listener);
         Ok(tk)
     }
@@ -164,9 +183,115 @@ impl TestKeeper {
         Ok(())
     }
 
-    /// Stops serving and waits for the listener and timer to end.
+    /// Stops serving and waits for the listener and timer (and the HTTP endpoint) to end.
     pub async fn shutdown(mut self) {
+        if let Some(http) = self.http.take() {
+            http.stop().await;
+        }
         self.stop_tasks().await;
+    }
+
+    /// Starts the admin HTTP endpoint (`/ready`, `/metrics`, `/api/v1/commands/{4lw}`,
+    /// `/api/v1/faults`) on `addr`; port 0 picks a free port. Returns the bound address.
+    ///
+    /// # Errors
+    /// When the address cannot be bound, or the endpoint is already running.
+    pub async fn start_http(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        if let Some(h) = &self.http {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("the HTTP endpoint already runs on {}", h.addr()),
+            ));
+        }
+        let http = HttpServer::start(addr, self.shared.clone()).await?;
+        let bound = http.addr();
+        self.http = Some(http);
+        Ok(bound)
+    }
+
+    /// The HTTP endpoint's address, if it runs.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().map(HttpServer::addr)
+    }
+
+    /// Adds a fault rule (`KIND[:key=value,...]`, see `docs/faults.md`); returns its id.
+    ///
+    /// # Errors
+    /// The parse error, naming the bad kind, key or value.
+    pub fn add_fault(&self, rule: &str) -> Result<u64, String> {
+        self.with_engine(|e| e.faults.add(rule)).map_err(|e| e.to_string())
+    }
+
+    /// Removes a fault rule; false when no rule has that id.
+    pub fn remove_fault(&self, id: u64) -> bool {
+        self.with_engine(|e| e.faults.remove(id))
+    }
+
+    /// Removes every fault rule (the event log stays).
+    pub fn clear_faults(&self) {
+        self.with_engine(|e| e.faults.clear());
+    }
+
+    /// The fault rules with their match and firing counts, by id.
+    pub fn fault_rules(&self) -> Vec<RuleStatus> {
+        self.with_engine(|e| e.faults.rules())
+    }
+
+    /// The fired faults still in the (bounded) log, oldest first.
+    pub fn fault_events(&self) -> Vec<FaultEvent> {
+        self.with_engine(|e| e.faults.events())
+    }
+
+    /// The next request matching `matcher` (filters such as `op=create,path=/locks/*`, or "" for
+    /// any) is applied, its reply dropped, and its connection closed. Returns the rule id.
+    ///
+    /// # Errors
+    /// A bad matcher.
+    pub fn drop_next_response(&self, matcher: &str) -> Result<u64, String> {
+        self.add_fault(&one_shot("drop-response", matcher))
+    }
+
+    /// The next request matching `matcher` is not applied, and its connection is closed.
+    ///
+    /// # Errors
+    /// A bad matcher.
+    pub fn drop_next_request(&self, matcher: &str) -> Result<u64, String> {
+        self.add_fault(&one_shot("drop-request", matcher))
+    }
+
+    /// The next request matching `matcher` is not applied and fails with error `code`
+    /// (`ZkError::code()`, e.g. -4 or -112).
+    ///
+    /// # Errors
+    /// A bad matcher, or code 0.
+    pub fn fail_next(&self, matcher: &str, code: i32) -> Result<u64, String> {
+        self.add_fault(&one_shot(&format!("error:code={code}"), matcher))
+    }
+
+    /// The reply to the next request matching `matcher` (and every later reply on its
+    /// connection) is held back for `delay`.
+    ///
+    /// # Errors
+    /// A bad matcher.
+    pub fn delay_next(&self, matcher: &str, delay: Duration) -> Result<u64, String> {
+        self.add_fault(&one_shot(&format!("delay:ms={}", delay.as_millis()), matcher))
+    }
+
+    /// The session of the next request matching `matcher` expires instead of the request.
+    ///
+    /// # Errors
+    /// A bad matcher.
+    pub fn expire_next(&self, matcher: &str) -> Result<u64, String> {
+        self.add_fault(&one_shot("expire-session", matcher))
+    }
+}
+
+/// `KIND[:params]` plus the caller's filters plus `count=1`.
+fn one_shot(kind: &str, matcher: &str) -> String {
+    let sep = if kind.contains(':') { "," } else { ":" };
+    match matcher.trim() {
+        "" => format!("{kind}{sep}count=1"),
+        m => format!("{kind}{sep}{m},count=1"),
     }
 }
 

@@ -113,6 +113,8 @@ mod tests {
         assert_eq!(f.to_bytes(), vec![0xA0, 0x00]);
         assert!(FeatureFlags::parse("bogus").is_err());
         assert_eq!(FeatureFlags::keeper_default().api_version(), 2);
-        assert!(FeatureFlags::keeper_default().ftfl().starts_with("filtered_list\t1\nmulti_read\t1\ncheck_not_exists\t0\n"));
+        assert!(FeatureFlags::keeper_default()
+            .ftfl()
+            .starts_with("filtered_list\t1\nmulti_read\t1\ncheck_not_exists\t0\n"));
     }
 }

@@ -13,10 +13,13 @@ pub const ZK_VERSION: &str = "3.8.0-testkeeper";
 /// What the keeper flavor reports as its ClickHouse Keeper version.
 pub const KEEPER_VERSION: &str = concat!("v26.6.1.1-testkeeper-", env!("CARGO_PKG_VERSION"));
 
-const ZK_WORDS: &[&str] = &["ruok", "stat", "srvr", "conf", "cons", "crst", "dump", "envi", "srst", "wchc", "wchp", "wchs", "mntr", "isro", "dirs"];
+const ZK_WORDS: &[&str] = &[
+    "ruok", "stat", "srvr", "conf", "cons", "crst", "dump", "envi", "srst", "wchc", "wchp", "wchs", "mntr", "isro",
+    "dirs",
+];
 const KEEPER_WORDS: &[&str] = &[
-    "ruok", "mntr", "srvr", "stat", "srst", "conf", "cons", "crst", "envi", "dirs", "isro", "wchs", "wchc", "wchp", "dump", "csnp",
-    "lgif", "rqld", "rclc", "clrs", "ftfl", "ydld", "pfev", "lgrq", "rcfg", "rcvr", "apiv",
+    "ruok", "mntr", "srvr", "stat", "srst", "conf", "cons", "crst", "envi", "dirs", "isro", "wchs", "wchc", "wchp",
+    "dump", "csnp", "lgif", "rqld", "rclc", "clrs", "ftfl", "ydld", "pfev", "lgrq", "rcfg", "rcvr", "apiv",
 ];
 
 /// Whether the flavor's server knows `word` at all.
@@ -77,14 +80,18 @@ fn text(e: &mut Engine, word: &str) -> String {
             for (p, s) in e.watches.entries() {
                 by.entry(s).or_default().push(p);
             }
-            by.iter().map(|(s, ps)| format!("0x{s:x}\n{}", ps.iter().map(|p| format!("\t{p}\n")).collect::<String>())).collect()
+            by.iter()
+                .map(|(s, ps)| format!("0x{s:x}\n{}", ps.iter().map(|p| format!("\t{p}\n")).collect::<String>()))
+                .collect()
         }
         "wchp" => {
             let mut by: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
             for (p, s) in e.watches.entries() {
                 by.entry(p).or_default().push(s);
             }
-            by.iter().map(|(p, ss)| format!("{p}\n{}", ss.iter().map(|s| format!("\t0x{s:x}\n")).collect::<String>())).collect()
+            by.iter()
+                .map(|(p, ss)| format!("{p}\n{}", ss.iter().map(|s| format!("\t0x{s:x}\n")).collect::<String>()))
+                .collect()
         }
         "dump" => dump(e),
         "apiv" => e.cfg.feature_flags.api_version().to_string(),
@@ -138,7 +145,11 @@ fn mntr(e: &Engine) -> String {
 fn srvr(e: &Engine, with_clients: bool) -> String {
     let keeper = e.cfg.flavor == Flavor::Keeper;
     let (min, avg, max) = e.stats.latency_ms();
-    let mut s = if keeper { format!("ClickHouse Keeper version: {KEEPER_VERSION}\n") } else { format!("Zookeeper version: {ZK_VERSION}, built on 01/01/2026 00:00 GMT\n") };
+    let mut s = if keeper {
+        format!("ClickHouse Keeper version: {KEEPER_VERSION}\n")
+    } else {
+        format!("Zookeeper version: {ZK_VERSION}, built on 01/01/2026 00:00 GMT\n")
+    };
     if with_clients {
         s.push_str("Clients:\n");
         for c in e.conns.values() {

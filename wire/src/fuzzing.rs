@@ -65,7 +65,8 @@ fn check_responses(body: &[u8]) {
         if let Ok(resp) = Response::decode(op, body) {
             let mut out = BytesMut::new();
             resp.encode(&mut out);
-            let back = Response::decode(op, &out).unwrap_or_else(|e| panic!("re-encoded {op:?} reply fails: {e}: {resp:?}"));
+            let back =
+                Response::decode(op, &out).unwrap_or_else(|e| panic!("re-encoded {op:?} reply fails: {e}: {resp:?}"));
             assert_eq!(back, resp, "{op:?} reply changed across re-encoding");
             let mut again = BytesMut::new();
             back.encode(&mut again);

@@ -153,6 +153,19 @@ impl<'a> Reader<'a> {
         self.len_prefixed(what).map(<[u8]>::to_vec)
     }
 
+    /// Reads a `buffer`, keeping null (-1) apart from empty: ZooKeeper stores and returns null
+    /// data as null.
+    ///
+    /// # Errors
+    /// Truncated or BadLength.
+    pub fn opt_buffer(&mut self, what: &'static str) -> Result<Option<Vec<u8>>, DecodeError> {
+        if self.buf.len() >= 4 && self.buf[..4] == [0xff, 0xff, 0xff, 0xff] {
+            self.buf = &self.buf[4..];
+            return Ok(None);
+        }
+        self.buffer(what).map(Some)
+    }
+
     /// Reads a `ustring`; null reads as empty.
     ///
     /// # Errors
@@ -176,7 +189,9 @@ impl<'a> Reader<'a> {
         if n < 0 || n as usize > self.buf.len() {
             return Err(DecodeError::BadLength { what, len: n.into() });
         }
-        let mut out = Vec::with_capacity(n as usize);
+        // Reserve for at most a few thousand items up front: a count is only a claim until the
+        // items decode, and a 1 MiB frame could otherwise make us reserve tens of MB.
+        let mut out = Vec::with_capacity((n as usize).min(4096));
         for _ in 0..n {
             out.push(T::decode(self)?);
         }
@@ -203,6 +218,14 @@ pub fn put_bool(out: &mut BytesMut, v: bool) {
 pub fn put_bytes(out: &mut BytesMut, v: &[u8]) {
     out.put_i32(v.len() as i32);
     out.put_slice(v);
+}
+
+/// Writes a `buffer` that may be null (length -1).
+pub fn put_opt_bytes(out: &mut BytesMut, v: Option<&[u8]>) {
+    match v {
+        Some(b) => put_bytes(out, b),
+        None => out.put_i32(-1),
+    }
 }
 
 /// Writes a `ustring`.

@@ -17,7 +17,7 @@
 pub mod records;
 pub mod error;
 pub mod frame;
-/// The body of the `frame_decode` fuzz target, shared with its stable proptest twin.
+// The body of the `frame_decode` fuzz target, shared with its stable proptest twin.
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jute;

@@ -11,7 +11,9 @@ use crate::opcode::OpCode;
 use crate::records::acl::{GetAclRequest, SetAclRequest};
 use crate::records::children::GetChildrenRequest;
 use crate::records::create::{CreateRequest, CreateTtlRequest};
-use crate::records::data::{CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest};
+use crate::records::data::{
+    CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
+};
 use crate::records::keeper_ext::{CheckStatRequest, ListRecursiveRequest, ListRequest, RemoveRecursiveRequest};
 use crate::records::multi::MultiHeader;
 use crate::records::session::AuthPacket;
@@ -177,7 +179,9 @@ impl Request {
             OpCode::AddWatch => Request::AddWatch(AddWatchRequest::decode(r)?),
             OpCode::WhoAmI => Request::WhoAmI,
             OpCode::FilteredList => Request::FilteredList(ListRequest::decode_as(r, false)?),
-            OpCode::FilteredListWithStatsAndData => Request::FilteredListWithStatsAndData(ListRequest::decode_as(r, true)?),
+            OpCode::FilteredListWithStatsAndData => {
+                Request::FilteredListWithStatsAndData(ListRequest::decode_as(r, true)?)
+            }
             OpCode::ListRecursive => Request::ListRecursive(ListRecursiveRequest::decode(r)?),
             OpCode::RemoveRecursive => Request::RemoveRecursive(RemoveRecursiveRequest::decode(r)?),
             OpCode::CheckStat => Request::CheckStat(CheckStatRequest::decode(r)?),
@@ -260,7 +264,7 @@ mod tests {
 
     #[test]
     fn every_request_round_trips() {
-        let create = CreateRequest { path: "/a".into(), data: b"d".to_vec(), acl: Acl::open(), flags: 0 };
+        let create = CreateRequest { path: "/a".into(), data: Some(b"d".to_vec()), acl: Acl::open(), flags: 0 };
         for op in [OpCode::Create, OpCode::Create2, OpCode::CreateContainer, OpCode::CreateIfNotExists] {
             round_trip(Request::Create(CreateOp { op, req: create.clone(), ttl: 0 }));
         }
@@ -268,7 +272,7 @@ mod tests {
         round_trip(Request::Delete(DeleteRequest { path: "/a".into(), version: -1 }));
         round_trip(Request::TryRemove(DeleteRequest { path: "/a".into(), version: 2 }));
         round_trip(Request::GetData(GetDataRequest { path: "/a".into(), watch: true }));
-        round_trip(Request::SetData(SetDataRequest { path: "/a".into(), data: vec![], version: 1 }));
+        round_trip(Request::SetData(SetDataRequest { path: "/a".into(), data: Some(vec![]), version: 1 }));
         round_trip(Request::GetChildren2(GetChildrenRequest { path: "/".into(), watch: false }));
         round_trip(Request::Multi(vec![
             Request::Create(CreateOp { op: OpCode::Create, req: create, ttl: 0 }),
@@ -278,7 +282,11 @@ mod tests {
         round_trip(Request::MultiRead(vec![Request::GetData(GetDataRequest { path: "/a".into(), watch: false })]));
         round_trip(Request::AddWatch(AddWatchRequest { path: "/".into(), mode: 1 }));
         round_trip(Request::FilteredList(ListRequest { path: "/".into(), list_type: 2, ..Default::default() }));
-        round_trip(Request::FilteredListWithStatsAndData(ListRequest { path: "/".into(), with_data: true, ..Default::default() }));
+        round_trip(Request::FilteredListWithStatsAndData(ListRequest {
+            path: "/".into(),
+            with_data: true,
+            ..Default::default()
+        }));
         round_trip(Request::ListRecursive(ListRecursiveRequest { path: "/".into(), limit: 7 }));
         round_trip(Request::RemoveRecursive(RemoveRecursiveRequest { path: "/x".into(), limit: 10 }));
         round_trip(Request::CheckStat(CheckStatRequest { path: "/x".into(), version: -1, stat: Default::default() }));

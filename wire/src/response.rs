@@ -23,8 +23,8 @@ pub enum Response {
     Create2 { path: String, stat: Stat },
     /// exists, setData, setACL.
     Stat(Stat),
-    /// getData.
-    Data { data: Vec<u8>, stat: Stat },
+    /// getData; `None` is null data (ZooKeeper keeps null apart from empty).
+    Data { data: Option<Vec<u8>>, stat: Stat },
     /// getACL.
     Acl { acl: Vec<Acl>, stat: Stat },
     /// getChildren.
@@ -69,7 +69,7 @@ impl Response {
             }
             Response::Stat(s) => s.encode(out),
             Response::Data { data, stat } => {
-                crate::jute::put_bytes(out, data);
+                crate::jute::put_opt_bytes(out, data.as_deref());
                 stat.encode(out);
             }
             Response::Acl { acl, stat } => {
@@ -116,9 +116,11 @@ impl Response {
         use OpCode::*;
         Ok(match op {
             Create | CreateIfNotExists => Response::Create(r.string("CreateResponse.path")?),
-            Create2 | CreateContainer | CreateTtl => Response::Create2 { path: r.string("Create2Response.path")?, stat: Stat::decode(r)? },
+            Create2 | CreateContainer | CreateTtl => {
+                Response::Create2 { path: r.string("Create2Response.path")?, stat: Stat::decode(r)? }
+            }
             Exists | SetData | SetAcl => Response::Stat(Stat::decode(r)?),
-            GetData => Response::Data { data: r.buffer("GetDataResponse.data")?, stat: Stat::decode(r)? },
+            GetData => Response::Data { data: r.opt_buffer("GetDataResponse.data")?, stat: Stat::decode(r)? },
             GetAcl => Response::Acl { acl: r.vec("GetACLResponse.acl")?, stat: Stat::decode(r)? },
             GetChildren => Response::Children(r.vec("GetChildrenResponse.children")?),
             GetChildren2 | FilteredList => {
@@ -131,8 +133,10 @@ impl Response {
             FilteredListWithStatsAndData => Response::ListWithStatsAndData(ListWithStatsAndDataResponse::decode(r)?),
             WhoAmI => Response::WhoAmI(r.vec("WhoAmIResponse.clientInfo")?),
             Multi | MultiRead => Response::Multi(decode_multi_results(r)?),
-            Delete | Check | CheckNotExists | TryRemove | RemoveRecursive | CheckStat | Ping | Auth | CloseSession | SetWatches
-            | SetWatches2 | CheckWatches | RemoveWatches | Reconfig | Sasl | DeleteContainer => Response::Empty,
+            Delete | Check | CheckNotExists | TryRemove | RemoveRecursive | CheckStat | Ping | Auth | CloseSession
+            | SetWatches | SetWatches2 | CheckWatches | RemoveWatches | Reconfig | Sasl | DeleteContainer => {
+                Response::Empty
+            }
             Notification | CreateSession | Error => return Err(DecodeError::UnknownOpCode(op as i32)),
         })
     }
@@ -183,7 +187,7 @@ mod tests {
         round_trip(OpCode::Create, Response::Create("/a".into()));
         round_trip(OpCode::Create2, Response::Create2 { path: "/a".into(), stat: stat.clone() });
         round_trip(OpCode::Exists, Response::Stat(stat.clone()));
-        round_trip(OpCode::GetData, Response::Data { data: b"x".to_vec(), stat: stat.clone() });
+        round_trip(OpCode::GetData, Response::Data { data: Some(b"x".to_vec()), stat: stat.clone() });
         round_trip(OpCode::GetAcl, Response::Acl { acl: Acl::open(), stat: stat.clone() });
         round_trip(OpCode::GetChildren, Response::Children(vec!["a".into()]));
         round_trip(OpCode::GetChildren2, Response::Children2 { children: vec![], stat: stat.clone() });

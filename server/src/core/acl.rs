@@ -135,7 +135,10 @@ mod tests {
         assert!(allowed(&acl, &[sup], perms::WRITE));
         assert_eq!(fixup(&[], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(fixup(&[Acl::new(31, "auth", "")], &[], true), Err(ZkError::InvalidAcl));
-        assert_eq!(fixup(&[Acl::new(31, "auth", "")], std::slice::from_ref(&user), true).unwrap(), acl.iter().map(|a| Acl { perms: 31, ..a.clone() }).collect::<Vec<_>>());
+        assert_eq!(
+            fixup(&[Acl::new(31, "auth", "")], std::slice::from_ref(&user), true).unwrap(),
+            acl.iter().map(|a| Acl { perms: 31, ..a.clone() }).collect::<Vec<_>>()
+        );
         assert_eq!(fixup(&[Acl::new(31, "world", "nobody")], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(fixup(&[Acl::new(31, "sasl", "x")], &[], true), Err(ZkError::InvalidAcl));
         assert!(fixup(&[Acl::new(31, "ip", "127.0.0.1")], &[], true).is_ok());

@@ -14,12 +14,17 @@ use super::txn::{CreateTxn, Entry, Op, Txn};
 /// What one op did, for the reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpResult {
-    Created { path: String, stat: Stat },
+    Created {
+        path: String,
+        stat: Stat,
+    },
     Deleted,
     Set(Stat),
     Checked,
     /// A successful no-op; `path` is what a create reports.
-    Nothing { path: String },
+    Nothing {
+        path: String,
+    },
 }
 
 /// What an entry did.
@@ -58,7 +63,13 @@ impl State {
     /// On a zxid gap, a change that contradicts the tree, or a digest that differs from the one
     /// the entry carries.
     pub fn apply(&mut self, entry: &Entry) -> Applied {
-        assert!(entry.zxid >= self.zxid, "invariant: entry {} has zxid {:#x} behind {:#x}", entry.index, entry.zxid, self.zxid);
+        assert!(
+            entry.zxid >= self.zxid,
+            "invariant: entry {} has zxid {:#x} behind {:#x}",
+            entry.index,
+            entry.zxid,
+            self.zxid
+        );
         self.zxid = entry.zxid;
         self.last_index = entry.index;
         let mut triggers = Vec::new();
@@ -109,9 +120,11 @@ impl State {
             }
             Op::SetData { path, data, version } => {
                 let (zxid, time) = (entry.zxid, entry.time_ms);
+                let keep_null = self.rules.preserve_null_data;
                 self.tree.modify(path, |n| {
                     assert_eq!(n.stat.version.wrapping_add(1), *version, "invariant: version of {path}");
-                    n.data = data.clone();
+                    n.data = data.clone().unwrap_or_default();
+                    n.null_data = keep_null && data.is_none();
                     n.stat.version = *version;
                     n.stat.mzxid = zxid;
                     n.stat.mtime = time;
@@ -140,10 +153,25 @@ impl State {
     fn create(&mut self, c: &CreateTxn, entry: &Entry, triggers: &mut Vec<Trigger>) -> OpResult {
         let (parent, _) = path::split(&c.path).unwrap_or_else(|| panic!("invariant: create of root"));
         let (zxid, time) = (entry.zxid, entry.time_ms);
-        let stat = NodeStat { czxid: zxid, mzxid: zxid, ctime: time, mtime: time, pzxid: zxid, ephemeral_owner: c.ephemeral_owner, ..NodeStat::default() };
-        self.tree.insert(&c.path, Node { data: c.data.clone(), acl: c.acl.clone(), stat, ttl: c.ttl, ..Node::default() });
+        let stat = NodeStat {
+            czxid: zxid,
+            mzxid: zxid,
+            ctime: time,
+            mtime: time,
+            pzxid: zxid,
+            ephemeral_owner: c.ephemeral_owner,
+            ..NodeStat::default()
+        };
+        let null_data = self.rules.preserve_null_data && c.data.is_none();
+        let data = c.data.clone().unwrap_or_default();
+        self.tree.insert(&c.path, Node { data, null_data, acl: c.acl.clone(), stat, ttl: c.ttl, ..Node::default() });
         self.tree.modify(parent, |p| {
-            assert_eq!(p.stat.cversion.wrapping_add(1), c.parent_cversion, "invariant: cversion of {parent} for {}", c.path);
+            assert_eq!(
+                p.stat.cversion.wrapping_add(1),
+                c.parent_cversion,
+                "invariant: cversion of {parent} for {}",
+                c.path
+            );
             p.stat.cversion = c.parent_cversion;
             p.seq += 1;
             p.stat.pzxid = zxid;

@@ -91,12 +91,8 @@ mod tests {
     fn siphash_reference_vectors() {
         let k0 = u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]);
         let k1 = u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]);
-        let expect: [(usize, u64); 4] = [
-            (0, 0x726fdb47dd0e0e31),
-            (1, 0x74f839c593dc67fd),
-            (8, 0x93f5f5799a932462),
-            (15, 0xa129ca6149be45e5),
-        ];
+        let expect: [(usize, u64); 4] =
+            [(0, 0x726fdb47dd0e0e31), (1, 0x74f839c593dc67fd), (8, 0x93f5f5799a932462), (15, 0xa129ca6149be45e5)];
         for (len, want) in expect {
             let msg: Vec<u8> = (0..len as u8).collect();
             let mut h = SipHasher24::new_with_keys(k0, k1);

@@ -77,6 +77,9 @@ pub struct Rules {
     /// setWatches: a child watch whose node's pzxid moved fires NodeDataChanged (Keeper) rather
     /// than NodeChildrenChanged (ZooKeeper).
     pub set_watches_child_change_is_data_changed: bool,
+    /// Null data (a -1 buffer) is stored and returned as null (ZooKeeper) or as empty (Keeper
+    /// reads every buffer into a string).
+    pub preserve_null_data: bool,
     /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
     pub set_watches_reply_first: bool,
 }
@@ -104,6 +107,7 @@ impl Rules {
                 recursive_event_names_watch_path: true,
                 set_watches_child_change_is_data_changed: true,
                 set_watches_reply_first: true,
+                preserve_null_data: false,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -123,6 +127,7 @@ impl Rules {
                 recursive_event_names_watch_path: false,
                 set_watches_child_change_is_data_changed: false,
                 set_watches_reply_first: false,
+                preserve_null_data: true,
             },
         }
     }

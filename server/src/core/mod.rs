@@ -21,3 +21,10 @@ pub mod state;
 pub mod tree;
 pub mod txn;
 pub mod watches;
+
+#[cfg(test)]
+mod digest_props;
+#[cfg(test)]
+mod semantics_tests;
+#[cfg(test)]
+pub(crate) mod testutil;

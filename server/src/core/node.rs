@@ -29,6 +29,9 @@ pub struct NodeStat {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Node {
     pub data: Vec<u8>,
+    /// The data was written as null (zookeeper flavor keeps null apart from empty; its
+    /// getData answers a null buffer). Always empty `data`.
+    pub null_data: bool,
     /// Shared: most trees use a handful of distinct ACLs.
     pub acl: Arc<[Acl]>,
     pub stat: NodeStat,

@@ -33,7 +33,8 @@ impl State {
             Request::Exists(r) => Response::Stat(self.node(&r.path)?.client_stat(hide)),
             Request::GetData(r) => {
                 let n = self.readable(&r.path, auth)?;
-                Response::Data { data: n.data.clone(), stat: n.client_stat(hide) }
+                let data = if n.null_data { None } else { Some(n.data.clone()) };
+                Response::Data { data, stat: n.client_stat(hide) }
             }
             Request::GetAcl(r) => {
                 let n = self.node(&r.path)?;
@@ -60,7 +61,13 @@ impl State {
             Request::GetEphemerals(r) => {
                 let prefix = r.path.trim();
                 let all = prefix.is_empty() || prefix == "/";
-                Response::Paths(self.tree.ephemerals_of(session).filter(|p| all || p.starts_with(prefix)).map(str::to_string).collect())
+                Response::Paths(
+                    self.tree
+                        .ephemerals_of(session)
+                        .filter(|p| all || p.starts_with(prefix))
+                        .map(str::to_string)
+                        .collect(),
+                )
             }
             Request::WhoAmI => Response::WhoAmI(
                 auth.iter().map(|a| ClientInfo { auth_scheme: a.scheme.clone(), user: a.id.clone() }).collect(),
@@ -68,7 +75,10 @@ impl State {
             Request::Sync(r) => Response::Path(r.path.clone()),
             Request::FilteredList(r) => {
                 let (n, kids) = self.filtered(r, auth)?;
-                Response::Children2 { children: kids.into_iter().map(|(name, _)| name).collect(), stat: n.client_stat(hide) }
+                Response::Children2 {
+                    children: kids.into_iter().map(|(name, _)| name).collect(),
+                    stat: n.client_stat(hide),
+                }
             }
             Request::FilteredListWithStatsAndData(r) => {
                 let (n, kids) = self.filtered(r, auth)?;
@@ -88,7 +98,9 @@ impl State {
                 self.readable(&r.path, auth)?;
                 Response::Paths(self.list_recursive(&r.path, r.limit as usize, auth))
             }
-            Request::MultiRead(ops) => Response::Multi(ops.iter().map(|op| self.multi_read_one(op, auth, session)).collect()),
+            Request::MultiRead(ops) => {
+                Response::Multi(ops.iter().map(|op| self.multi_read_one(op, auth, session)).collect())
+            }
             _ => return Err(ZkError::BadArguments),
         })
     }
@@ -119,7 +131,7 @@ impl State {
 
     /// Keeper's filtered listing: with a filter, every child must be readable (else NOAUTH),
     /// then ephemerals or persistents are dropped.
-    fn filtered(&self, r: &ListRequest, auth: &[AuthId]) -> Result<(&Node, Vec<(String, &Node)>), ZkError> {
+    fn filtered(&self, r: &ListRequest, auth: &[AuthId]) -> Result<Listing<'_>, ZkError> {
         let n = self.readable(&r.path, auth)?;
         let simple = r.list_type == list_type::ALL && !r.with_stat && !r.with_data;
         let mut out = Vec::with_capacity(n.children.len());
@@ -176,6 +188,9 @@ impl State {
         out
     }
 }
+
+/// A listed node and the children that passed the filter, by name.
+type Listing<'a> = (&'a Node, Vec<(String, &'a Node)>);
 
 fn names(n: &Node) -> Vec<String> {
     n.children.iter().map(|c| c.to_string()).collect()

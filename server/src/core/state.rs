@@ -60,6 +60,8 @@ impl State {
         tree.insert_system("/zookeeper/quota", vec![], open.clone());
         if rules.zookeeper_config_node {
             tree.insert_system("/zookeeper/config", opts.zookeeper_config.clone(), Acl::read_only().into());
+            // ZooKeeper creates the config node with aversion -1 (measured on 3.8.0).
+            tree.modify("/zookeeper/config", |n| n.stat.aversion = -1);
         }
         // ZooKeeper's visible cversion is 2*creates - children: system children were added
         // without a create, so a fresh /zookeeper reads -2 and a fresh root -1.

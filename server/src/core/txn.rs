@@ -12,7 +12,8 @@ use testkeeper_wire::{Acl, ZkError};
 pub struct CreateTxn {
     /// Final path, sequential suffix included.
     pub path: String,
-    pub data: Vec<u8>,
+    /// `None` = null data as the client sent it.
+    pub data: Option<Vec<u8>>,
     pub acl: Arc<[Acl]>,
     /// Session for ephemerals, `CONTAINER_OWNER` for containers, else 0.
     pub ephemeral_owner: i64,
@@ -26,16 +27,32 @@ pub struct CreateTxn {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     Create(CreateTxn),
-    Delete { path: String },
+    Delete {
+        path: String,
+    },
     /// Deletes a subtree, children before parents (Keeper's removeRecursive).
-    DeleteMany { paths: Vec<String> },
-    SetData { path: String, data: Vec<u8>, version: i32 },
-    SetAcl { path: String, acl: Arc<[Acl]>, aversion: i32 },
+    DeleteMany {
+        paths: Vec<String>,
+    },
+    SetData {
+        path: String,
+        data: Option<Vec<u8>>,
+        version: i32,
+    },
+    SetAcl {
+        path: String,
+        acl: Arc<[Acl]>,
+        aversion: i32,
+    },
     /// A successful check: no change.
-    Check { path: String },
+    Check {
+        path: String,
+    },
     /// A write that succeeds without changing anything (createIfNotExists on an existing node,
     /// tryRemove of an absent one). `path` is what the reply reports.
-    Nothing { path: String },
+    Nothing {
+        path: String,
+    },
 }
 
 /// What an entry does.

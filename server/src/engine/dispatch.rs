@@ -13,6 +13,7 @@ use crate::core::flavor::Flavor;
 use crate::core::prepare::Ctx;
 use crate::core::txn::Txn;
 use crate::core::watches::WatchKind;
+use crate::faults::hook::Step;
 
 /// What the connection does after a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,11 @@ impl Engine {
         if !self.supports(op) {
             return self.unknown_op(conn, xid, op as i32);
         }
+        // Fault hook, before the request does anything: a fault may replace it outright.
+        let step = match self.fault_before(conn, session, xid, &req) {
+            Step::Done(flow) => return flow,
+            step => step,
+        };
         let flow = self.dispatch(conn, session, xid, req);
         let us = started.elapsed().as_micros() as u64;
         if op != OpCode::Ping {
@@ -60,17 +66,19 @@ impl Engine {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.last_latency_ms = us / 1000;
         }
-        flow
+        // Fault hook, after the reply was queued (or, muted, discarded).
+        self.fault_after(step, flow)
     }
 
-    /// An opcode the flavor's server does not know: ZooKeeper answers UNIMPLEMENTED; Keeper
-    /// fails to parse it and drops the connection.
+    /// An opcode the flavor's server does not know: ZooKeeper answers UNIMPLEMENTED (zxid -1)
+    /// and then closes the connection (measured on 3.8.0); Keeper fails to parse it and drops
+    /// the connection without a reply.
     pub fn unknown_op(&mut self, conn: u64, xid: i32, op: i32) -> Flow {
         match self.cfg.flavor {
             Flavor::Zookeeper => {
-                debug!(op, "unknown opcode: replying UNIMPLEMENTED");
-                self.reply(conn, xid, self.state.zxid, ZkError::Unimplemented.code(), &Response::Empty);
-                Flow::Continue
+                debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
+                self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
+                Flow::Close
             }
             Flavor::Keeper => {
                 warn!(op, "unknown opcode: closing the connection, as Keeper does");
@@ -84,23 +92,27 @@ impl Engine {
         let zk = self.cfg.flavor == Flavor::Zookeeper;
         match req {
             Request::Ping => self.reply(conn, xid, zxid, 0, &Response::Empty),
-            Request::Auth(a) => match acl::authenticate(&a.scheme, &a.auth, self.cfg.super_digest.as_deref()) {
-                Ok(id) => {
-                    if let Some(c) = self.conns.get_mut(&conn) {
-                        if !c.auth.contains(&id) {
-                            c.auth.push(id);
+            Request::Auth(a) => {
+                // ZooKeeper answers auth with zxid 0 (measured on 3.8.0).
+                let zxid = if zk { 0 } else { zxid };
+                match acl::authenticate(&a.scheme, &a.auth, self.cfg.super_digest.as_deref()) {
+                    Ok(id) => {
+                        if let Some(c) = self.conns.get_mut(&conn) {
+                            if !c.auth.contains(&id) {
+                                c.auth.push(id);
+                            }
+                        }
+                        self.reply(conn, xid, zxid, 0, &Response::Empty);
+                    }
+                    Err(e) => {
+                        self.reply(conn, xid, zxid, e.code(), &Response::Empty);
+                        // ZooKeeper closes the connection after AUTHFAILED; Keeper keeps it.
+                        if zk {
+                            return Flow::Close;
                         }
                     }
-                    self.reply(conn, xid, zxid, 0, &Response::Empty);
                 }
-                Err(e) => {
-                    self.reply(conn, xid, zxid, e.code(), &Response::Empty);
-                    // ZooKeeper closes the connection after AUTHFAILED; Keeper keeps it.
-                    if zk {
-                        return Flow::Close;
-                    }
-                }
-            },
+            }
             Request::Close => {
                 let txn = self.state.prepare_close_session(session);
                 let (entry, _) = self.commit(session, txn);
@@ -113,21 +125,33 @@ impl Engine {
                 return Flow::Close;
             }
             Request::SetWatches(w) => {
-                let w2 = SetWatches2 { relative_zxid: w.relative_zxid, data_watches: w.data_watches, exist_watches: w.exist_watches, child_watches: w.child_watches, ..Default::default() };
+                let w2 = SetWatches2 {
+                    relative_zxid: w.relative_zxid,
+                    data_watches: w.data_watches,
+                    exist_watches: w.exist_watches,
+                    child_watches: w.child_watches,
+                    ..Default::default()
+                };
                 self.set_watches(conn, session, xid, w2);
             }
             Request::SetWatches2(w) => self.set_watches(conn, session, xid, w),
             Request::AddWatch(r) => {
-                let kind = if r.mode == add_watch_mode::PERSISTENT_RECURSIVE { WatchKind::Recursive } else { WatchKind::Persistent };
+                let kind = if r.mode == add_watch_mode::PERSISTENT_RECURSIVE {
+                    WatchKind::Recursive
+                } else {
+                    WatchKind::Persistent
+                };
                 self.watches.add(kind, &r.path, session);
                 self.reply(conn, xid, zxid, 0, &Response::Number(0));
             }
             Request::CheckWatches(r) => {
-                let err = if self.watches.has(session, &r.path, r.watcher_type) { 0 } else { ZkError::NoWatcher.code() };
+                let err =
+                    if self.watches.has(session, &r.path, r.watcher_type) { 0 } else { ZkError::NoWatcher.code() };
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::RemoveWatches(r) => {
-                let err = if self.watches.remove(session, &r.path, r.watcher_type) { 0 } else { ZkError::NoWatcher.code() };
+                let err =
+                    if self.watches.remove(session, &r.path, r.watcher_type) { 0 } else { ZkError::NoWatcher.code() };
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::Reconfig => self.reply(conn, xid, zxid, ZkError::ReconfigDisabled.code(), &Response::Empty),
@@ -156,6 +180,11 @@ impl Engine {
                 let txn = self.state.prepare(&req, &Ctx { session, auth: &auth });
                 let (entry, applied) = self.commit(session, txn);
                 let (err, body) = reply::response(&req, &applied.outcome);
+                // ZooKeeper 3.8 never answers a successful standalone check (its reply
+                // serializer fails on the missing stat); the txn still takes a zxid.
+                if zk && err == 0 && matches!(req, Request::Check(_)) {
+                    return Flow::Continue;
+                }
                 self.reply(conn, xid, entry.zxid, err, &body);
             }
         }
@@ -185,7 +214,11 @@ impl Engine {
             match self.state.tree.get(p) {
                 None => fire.push((event_type::NODE_DELETED, p.clone())),
                 Some(n) if n.stat.pzxid > rel => {
-                    let ty = if rules.set_watches_child_change_is_data_changed { event_type::NODE_DATA_CHANGED } else { event_type::NODE_CHILDREN_CHANGED };
+                    let ty = if rules.set_watches_child_change_is_data_changed {
+                        event_type::NODE_DATA_CHANGED
+                    } else {
+                        event_type::NODE_CHILDREN_CHANGED
+                    };
                     fire.push((ty, p.clone()));
                 }
                 Some(_) => self.watches.add(WatchKind::Child, p, session),

@@ -20,6 +20,7 @@ pub mod stats;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use testkeeper_wire::frame::put_reply;
@@ -37,6 +38,7 @@ use crate::core::flavor::{zookeeper_session_base, Rules};
 use crate::core::state::{State, StateOptions};
 use crate::core::txn::{Entry, Txn};
 use crate::core::watches::Watches;
+use crate::faults::Faults;
 pub use dispatch::Flow;
 pub use session::SessionRt;
 use stats::Stats;
@@ -48,6 +50,12 @@ pub enum Out {
     Frame(Bytes),
     /// Flush what was queued before, then close the socket.
     Close,
+    /// Flush what was queued before, then wait this long before writing anything after it
+    /// (a `delay` fault: later replies queue behind it, so FIFO order holds).
+    Delay(Duration),
+    /// Flush what was queued before, then abort the connection with a TCP reset (a `reset`
+    /// fault).
+    Reset,
 }
 
 /// A live connection, as the 4lw commands and the engine see it.
@@ -67,6 +75,8 @@ pub struct ConnInfo {
     /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
     /// client re-sends its credentials after reconnecting).
     pub auth: Vec<AuthId>,
+    /// Set by a `drop-response` fault: frames for this connection are discarded until it closes.
+    pub muted: bool,
 }
 
 /// The state machine plus everything around it that is per server.
@@ -78,6 +88,8 @@ pub struct Engine {
     pub sessions: HashMap<i64, SessionRt>,
     pub conns: HashMap<u64, ConnInfo>,
     pub stats: Stats,
+    /// Fault rules, their seeded generator and the log of fired faults.
+    pub faults: Faults,
     /// The most recent entries, for replay checks (bounded by `cfg.retain_log`).
     pub log: VecDeque<Entry>,
     next_index: u64,
@@ -101,6 +113,7 @@ impl Engine {
         };
         Engine {
             secret: cfg.seed ^ 0x7465_7374_6b65_6570,
+            faults: Faults::new(cfg.seed),
             cfg,
             clock,
             state: State::new(&opts),
@@ -122,7 +135,20 @@ impl Engine {
         let established_ms = self.clock.now_ms();
         self.conns.insert(
             id,
-            ConnInfo { peer, tx, session: 0, established_ms, received: 0, sent: 0, last_op: "NA", last_xid: -1, last_zxid: -1, last_latency_ms: 0, auth: Vec::new() },
+            ConnInfo {
+                peer,
+                tx,
+                session: 0,
+                established_ms,
+                received: 0,
+                sent: 0,
+                last_op: "NA",
+                last_xid: -1,
+                last_zxid: -1,
+                last_latency_ms: 0,
+                auth: Vec::new(),
+                muted: false,
+            },
         );
         id
     }
@@ -132,7 +158,8 @@ impl Engine {
     pub fn commit(&mut self, session: i64, txn: Txn) -> (Entry, Applied) {
         let consumes = !matches!(txn, Txn::CreateSession { .. }) || self.state.rules.create_session_consumes_zxid;
         let zxid = if consumes { self.state.zxid + 1 } else { self.state.zxid };
-        let mut entry = Entry { index: self.next_index, zxid, time_ms: self.clock.now_ms(), session, txn, digest: None };
+        let mut entry =
+            Entry { index: self.next_index, zxid, time_ms: self.clock.now_ms(), session, txn, digest: None };
         self.next_index += 1;
         let applied = self.state.apply(&entry);
         if self.cfg.digest_enabled {
@@ -140,7 +167,11 @@ impl Engine {
         }
         if self.cfg.digest_check_on_commit {
             let full = self.state.tree.recompute_digest();
-            assert_eq!(full, applied.digest, "digest check on commit failed at log index {} (zxid {:#x})", entry.index, entry.zxid);
+            assert_eq!(
+                full, applied.digest,
+                "digest check on commit failed at log index {} (zxid {:#x})",
+                entry.index, entry.zxid
+            );
         }
         if self.cfg.retain_log > 0 {
             if self.log.len() == self.cfg.retain_log {
@@ -176,7 +207,7 @@ impl Engine {
 
     /// Queues bytes on a connection.
     pub fn send(&mut self, conn: u64, frame: Bytes) {
-        if let Some(c) = self.conns.get_mut(&conn) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
             c.sent += 1;
             self.stats.packets_sent += 1;
             let _ = c.tx.send(Out::Frame(frame));

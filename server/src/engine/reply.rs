@@ -13,30 +13,42 @@ pub fn response(req: &Request, outcome: &Outcome) -> (i32, Response) {
         Outcome::MultiFailed(codes) => (0, Response::Multi(codes.iter().map(|c| MultiResult::Error(*c)).collect())),
         Outcome::Ops(results) => match req {
             Request::Multi(ops) => {
-                let subs = ops.iter().zip(results).map(|(op, r)| MultiResult::Ok(multi_header_op(op), body(op, r))).collect();
+                let subs = ops
+                    .iter()
+                    .zip(results)
+                    .map(|(op, r)| {
+                        let op = multi_result_op(op.op());
+                        MultiResult::Ok(op, body(op, r))
+                    })
+                    .collect();
                 (0, Response::Multi(subs))
             }
-            single => (0, results.first().map_or(Response::Empty, |r| body(single, r))),
+            single => (0, results.first().map_or(Response::Empty, |r| body(single.op(), r))),
         },
         Outcome::SessionCreated(_) | Outcome::SessionClosed(_) => (0, Response::Empty),
     }
 }
 
-/// The op type a multi reply names for a successful sub-op (ZooKeeper's CreateResult is type
-/// create2 when it carries a stat).
-fn multi_header_op(req: &Request) -> OpCode {
-    match req.op() {
+/// The result type a multi reply names for a successful sub-op. ZooKeeper 3.8 records a
+/// create2 inside a multi as a plain create (type 1, no stat), while containers and TTL nodes
+/// come back as create2 results with a stat (measured against 3.8.0).
+fn multi_result_op(op: OpCode) -> OpCode {
+    match op {
+        OpCode::Create2 => OpCode::Create,
         OpCode::CreateContainer | OpCode::CreateTtl => OpCode::Create2,
         other => other,
     }
 }
 
-fn body(req: &Request, result: &OpResult) -> Response {
-    let create_with_stat = matches!(req.op(), OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl);
-    match result {
-        OpResult::Created { path, stat } if create_with_stat => Response::Create2 { path: path.clone(), stat: stat.clone() },
-        OpResult::Created { path, .. } | OpResult::Nothing { path } if matches!(req, Request::Create(_)) => Response::Create(path.clone()),
-        OpResult::Set(stat) => Response::Stat(stat.clone()),
+fn body(op: OpCode, result: &OpResult) -> Response {
+    match (op, result) {
+        (OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl, OpResult::Created { path, stat }) => {
+            Response::Create2 { path: path.clone(), stat: stat.clone() }
+        }
+        (OpCode::Create | OpCode::CreateIfNotExists, OpResult::Created { path, .. } | OpResult::Nothing { path }) => {
+            Response::Create(path.clone())
+        }
+        (_, OpResult::Set(stat)) => Response::Stat(stat.clone()),
         _ => Response::Empty,
     }
 }
@@ -49,7 +61,9 @@ pub fn watches_to_register<'a>(req: &'a Request, result: &Result<Response, ZkErr
         Request::Exists(r) if r.watch && (ok || *result == Err(ZkError::NoNode)) => vec![(WatchKind::Data, &r.path)],
         Request::GetData(r) if r.watch && ok => vec![(WatchKind::Data, &r.path)],
         Request::GetChildren(r) | Request::GetChildren2(r) if r.watch && ok => vec![(WatchKind::Child, &r.path)],
-        Request::FilteredList(r) | Request::FilteredListWithStatsAndData(r) if r.watch && ok => vec![(WatchKind::Child, &r.path)],
+        Request::FilteredList(r) | Request::FilteredListWithStatsAndData(r) if r.watch && ok => {
+            vec![(WatchKind::Child, &r.path)]
+        }
         _ => Vec::new(),
     }
 }

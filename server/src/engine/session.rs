@@ -54,7 +54,9 @@ impl Engine {
     /// Handles a ConnectRequest on connection `conn`.
     pub fn connect(&mut self, conn: u64, req: &ConnectRequest) -> Handshake {
         let zk = self.is_zk();
-        let read_only = if zk { Some(false) } else { None };
+        // ZooKeeper 3.8 appends the readOnly byte only for a client that sent one: a 44-byte
+        // ConnectRequest ("old client", e.g. ClickHouse) gets a 36-byte reply, as from Keeper.
+        let read_only = if zk && req.read_only.is_some() { Some(false) } else { None };
         if zk && req.last_zxid_seen > self.state.zxid {
             // ZooKeeper: "Refusing session request ... client must try another server".
             return Handshake::Refuse("client has seen a zxid this server has not");
@@ -64,8 +66,17 @@ impl Engine {
         if zk && req.session_id != 0 {
             let valid = self.sessions.get(&req.session_id).is_some_and(|s| s.passwd == req.passwd);
             if !valid {
-                debug!(session = format_args!("{:#x}", req.session_id), "resume refused: session expired or bad password");
-                return Handshake::Reject(ConnectResponse { protocol_version: 0, timeout_ms: 0, session_id: 0, passwd: vec![0; PASSWORD_LEN], read_only });
+                debug!(
+                    session = format_args!("{:#x}", req.session_id),
+                    "resume refused: session expired or bad password"
+                );
+                return Handshake::Reject(ConnectResponse {
+                    protocol_version: 0,
+                    timeout_ms: 0,
+                    session_id: 0,
+                    passwd: vec![0; PASSWORD_LEN],
+                    read_only,
+                });
             }
             let s = self.sessions.get_mut(&req.session_id).expect("checked above");
             let old = s.conn.replace(conn);
@@ -80,13 +91,27 @@ impl Engine {
                 self.close_conn(old);
             }
             self.bind(conn, req.session_id);
-            return Handshake::Accept(ConnectResponse { protocol_version: 0, timeout_ms, session_id: req.session_id, passwd, read_only });
+            return Handshake::Accept(ConnectResponse {
+                protocol_version: 0,
+                timeout_ms,
+                session_id: req.session_id,
+                passwd,
+                read_only,
+            });
         }
         let txn = self.state.prepare_create_session(timeout_ms);
         let (_, applied) = self.commit(0, txn);
         let Outcome::SessionCreated(id) = applied.outcome else { unreachable!("create session yields a session") };
         let passwd = self.password(id);
-        self.sessions.insert(id, SessionRt { timeout_ms, passwd: passwd.clone(), conn: Some(conn), deadline_ms: now + i64::from(timeout_ms) });
+        self.sessions.insert(
+            id,
+            SessionRt {
+                timeout_ms,
+                passwd: passwd.clone(),
+                conn: Some(conn),
+                deadline_ms: now + i64::from(timeout_ms),
+            },
+        );
         self.bind(conn, id);
         info!(session = format_args!("{id:#x}"), timeout_ms, "session established");
         Handshake::Accept(ConnectResponse { protocol_version: 0, timeout_ms, session_id: id, passwd, read_only })

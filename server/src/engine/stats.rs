@@ -13,12 +13,39 @@ pub struct Stats {
     pub latency_count: u64,
     /// Requests by op name.
     pub requests_by_op: BTreeMap<&'static str, u64>,
+    /// Latency distribution for `/metrics`; like `requests_by_op`, `srst` leaves it alone so
+    /// Prometheus counters never go backwards.
+    pub latency: LatencyHistogram,
+}
+
+/// Upper bounds of the latency buckets, in µs (the last bucket, +Inf, is implicit).
+pub const LATENCY_BOUNDS_US: [u64; 12] =
+    [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 1_000_000];
+
+/// Request latencies by bucket (not cumulative), with their sum.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyHistogram {
+    /// `buckets[i]` counts latencies at or below `LATENCY_BOUNDS_US[i]` and above the bound
+    /// before it; the last entry counts those above every bound.
+    pub buckets: [u64; LATENCY_BOUNDS_US.len() + 1],
+    pub sum_us: u64,
+    pub count: u64,
+}
+
+impl LatencyHistogram {
+    fn observe(&mut self, us: u64) {
+        let i = LATENCY_BOUNDS_US.iter().position(|b| us <= *b).unwrap_or(LATENCY_BOUNDS_US.len());
+        self.buckets[i] += 1;
+        self.sum_us += us;
+        self.count += 1;
+    }
 }
 
 impl Stats {
     /// Records one answered request.
     pub fn record(&mut self, op: &'static str, latency_us: u64) {
         *self.requests_by_op.entry(op).or_default() += 1;
+        self.latency.observe(latency_us);
         if self.latency_count == 0 || latency_us < self.min_latency_us {
             self.min_latency_us = latency_us;
         }
@@ -35,6 +62,10 @@ impl Stats {
 
     /// `srst`: resets the latency and packet counters.
     pub fn reset(&mut self) {
-        *self = Stats { requests_by_op: std::mem::take(&mut self.requests_by_op), ..Stats::default() };
+        *self = Stats {
+            requests_by_op: std::mem::take(&mut self.requests_by_op),
+            latency: std::mem::take(&mut self.latency),
+            ..Stats::default()
+        };
     }
 }

@@ -34,7 +34,12 @@ enum Stop {
 }
 
 /// Reads until `buf` holds one complete frame; returns its length (prefix included).
-async fn read_frame(rd: &mut OwnedReadHalf, buf: &mut BytesMut, max: usize, stop: &mut watch::Receiver<bool>) -> Result<usize, Stop> {
+async fn read_frame(
+    rd: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    max: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<usize, Stop> {
     loop {
         match split_frame(buf, max) {
             Ok(Some(n)) => return Ok(n),
@@ -168,7 +173,13 @@ async fn serve_requests(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    pending.push(Err(DecodeError::Malformed(if matches!(e, testkeeper_wire::frame::FrameError::Negative(_)) { "negative frame length" } else { "frame larger than the maximum" })));
+                    pending.push(Err(DecodeError::Malformed(
+                        if matches!(e, testkeeper_wire::frame::FrameError::Negative(_)) {
+                            "negative frame length"
+                        } else {
+                            "frame larger than the maximum"
+                        },
+                    )));
                     break;
                 }
             }

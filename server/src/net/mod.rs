@@ -31,6 +31,8 @@ impl Shared {
     /// Locks the engine. A panic inside the engine is a broken invariant: the poison is not
     /// cleared, so every later request fails loudly instead of serving a diverged tree.
     pub fn engine(&self) -> MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve"))
+        self.engine
+            .lock()
+            .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve"))
     }
 }

@@ -1,5 +1,6 @@
 //! The writing half of a connection: drains the queue the engine fills, coalescing everything
-//! already queued into one write, and closes the socket when told.
+//! already queued into one write, and closes the socket when told. Fault markers in the queue
+//! are honoured in order: a delay holds everything queued after it, a reset aborts the socket.
 
 use bytes::BytesMut;
 use tokio::io::AsyncWriteExt;
@@ -9,17 +10,26 @@ use tokio::sync::oneshot;
 
 use crate::engine::Out;
 
-/// Runs until the queue closes or an `Out::Close` arrives; then signals `closed`.
+/// Runs until the queue closes or an `Out::Close` (or `Out::Reset`) arrives; then signals `closed`.
 pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed: oneshot::Sender<()>) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut reset = false;
     'outer: while let Some(first) = rx.recv().await {
-        let mut close = false;
+        let (mut close, mut delay) = (false, None);
         let mut next = Some(first);
         while let Some(out) = next {
             match out {
                 Out::Frame(b) => buf.extend_from_slice(&b),
                 Out::Close => {
                     close = true;
+                    break;
+                }
+                Out::Reset => {
+                    (close, reset) = (true, true);
+                    break;
+                }
+                Out::Delay(d) => {
+                    delay = Some(d);
                     break;
                 }
             }
@@ -32,7 +42,18 @@ pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed:
         if close {
             break;
         }
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
     }
-    let _ = wr.shutdown().await;
+    if reset {
+        // SO_LINGER 0: closing sends RST instead of FIN, as a crashed peer or middlebox would.
+        // `forget` skips the FIN a dropped write half sends; the socket closes (with RST)
+        // when the read half goes too.
+        let _ = wr.as_ref().set_zero_linger();
+        wr.forget();
+    } else {
+        let _ = wr.shutdown().await;
+    }
     let _ = closed.send(());
 }

@@ -250,7 +250,8 @@ impl Inbound<'_> {
         let raw = r.remaining();
         self.seq += 1;
         if header.xid == WATCH_XID {
-            let event = Event::decode(self.seq, header, raw).map_err(|e| LossReason::Protocol(format!("watch event: {e}")))?;
+            let event =
+                Event::decode(self.seq, header, raw).map_err(|e| LossReason::Protocol(format!("watch event: {e}")))?;
             // The caller may have dropped the receiver; events then go nowhere.
             let _ = self.events.send(event);
             return Ok(());

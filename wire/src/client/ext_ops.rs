@@ -1,6 +1,6 @@
 //! Typed conveniences for the session, the watches, and ClickHouse Keeper's extension ops.
 
-use super::error::ClientError;
+use super::error::{ClientError, LossReason};
 use super::ops::{create_req, expect_body, unexpected};
 use super::Client;
 use crate::opcode::OpCode;
@@ -36,10 +36,22 @@ impl Client {
     /// closeSession: waits for the reply, then ends the connection. Later calls fail with
     /// `ConnectionLoss(LossReason::Closed)`.
     ///
+    /// ClickHouse Keeper closes the socket instead of answering; that also counts as closed
+    /// (and [`loss_reason`](Self::loss_reason) is then `Eof`). Use `call(Request::Close)` to
+    /// see exactly which a server did.
+    ///
     /// # Errors
-    /// Connection loss if the connection was already gone or died before the reply.
+    /// A server error, or connection loss if the connection was already gone or died another
+    /// way before the reply.
     pub async fn close(&self) -> Result<(), ClientError> {
-        expect_body!(self, Request::Close, "closeSession", Response::Empty => ())
+        if self.is_closed() {
+            return Err(self.shared.loss());
+        }
+        match self.expect(Request::Close).await {
+            Ok(Response::Empty) | Err(ClientError::ConnectionLoss(LossReason::Eof)) => Ok(()),
+            Ok(other) => Err(unexpected("closeSession", &other)),
+            Err(e) => Err(e),
+        }
     }
 
     /// whoAmI (107): the identities the session is authenticated as.
@@ -118,7 +130,12 @@ impl Client {
     ///
     /// # Errors
     /// `NoNode`, `Unimplemented` on ZooKeeper, connection loss.
-    pub async fn filtered_list(&self, path: &str, list_type: u8, watch: bool) -> Result<(Vec<String>, Stat), ClientError> {
+    pub async fn filtered_list(
+        &self,
+        path: &str,
+        list_type: u8,
+        watch: bool,
+    ) -> Result<(Vec<String>, Stat), ClientError> {
         let req = Request::FilteredList(ListRequest { path: path.into(), watch, list_type, ..Default::default() });
         expect_body!(self, req, "filteredList", Response::Children2 { children, stat } => (children, stat))
     }
@@ -163,7 +180,13 @@ impl Client {
     ///
     /// # Errors
     /// `NoNode` for a missing parent, `Unimplemented` on ZooKeeper, connection loss.
-    pub async fn create_if_not_exists(&self, path: &str, data: &[u8], acl: &[Acl], flags: i32) -> Result<String, ClientError> {
+    pub async fn create_if_not_exists(
+        &self,
+        path: &str,
+        data: &[u8],
+        acl: &[Acl],
+        flags: i32,
+    ) -> Result<String, ClientError> {
         let req = create_req(OpCode::CreateIfNotExists, path, data, acl, flags, 0);
         expect_body!(self, req, "createIfNotExists", Response::Create(p) => p)
     }

@@ -57,12 +57,6 @@ pub struct Client {
     task: JoinHandle<()>,
 }
 
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Command").field("xid", &self.xid).field("op", &self.req.op()).finish()
-    }
-}
-
 impl Client {
     /// Connects, sends the handshake `opts` describe, and starts the connection's task.
     ///

@@ -10,7 +10,9 @@ use crate::opcode::OpCode;
 use crate::records::acl::{Acl, GetAclRequest, SetAclRequest};
 use crate::records::children::GetChildrenRequest;
 use crate::records::create::{create_mode, CreateRequest};
-use crate::records::data::{CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest};
+use crate::records::data::{
+    CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
+};
 use crate::records::stat::Stat;
 use crate::request::{CreateOp, Request};
 use crate::response::{MultiResult, Response};
@@ -34,7 +36,7 @@ pub(super) fn unexpected(op: &'static str, body: &Response) -> ClientError {
 
 /// A create request of any flavor.
 pub(super) fn create_req(op: OpCode, path: &str, data: &[u8], acl: &[Acl], flags: i32, ttl: i64) -> Request {
-    let req = CreateRequest { path: path.into(), data: data.to_vec(), acl: acl.to_vec(), flags };
+    let req = CreateRequest { path: path.into(), data: Some(data.to_vec()), acl: acl.to_vec(), flags };
     Request::Create(CreateOp { op, req, ttl })
 }
 
@@ -57,7 +59,13 @@ impl Client {
     ///
     /// # Errors
     /// As [`create`](Self::create).
-    pub async fn create2(&self, path: &str, data: &[u8], acl: &[Acl], flags: i32) -> Result<(String, Stat), ClientError> {
+    pub async fn create2(
+        &self,
+        path: &str,
+        data: &[u8],
+        acl: &[Acl],
+        flags: i32,
+    ) -> Result<(String, Stat), ClientError> {
         let req = create_req(OpCode::Create2, path, data, acl, flags, 0);
         expect_body!(self, req, "create2", Response::Create2 { path, stat } => (path, stat))
     }
@@ -116,7 +124,7 @@ impl Client {
     /// `NoNode`, `NoAuth`, connection loss.
     pub async fn get_data(&self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ClientError> {
         let req = Request::GetData(GetDataRequest { path: path.into(), watch });
-        expect_body!(self, req, "getData", Response::Data { data, stat } => (data, stat))
+        expect_body!(self, req, "getData", Response::Data { data, stat } => (data.unwrap_or_default(), stat))
     }
 
     /// setData (5): the stat after the write; `version` -1 matches any.
@@ -124,7 +132,7 @@ impl Client {
     /// # Errors
     /// `NoNode`, `BadVersion`, `NoAuth`, connection loss.
     pub async fn set_data(&self, path: &str, data: &[u8], version: i32) -> Result<Stat, ClientError> {
-        let req = Request::SetData(SetDataRequest { path: path.into(), data: data.to_vec(), version });
+        let req = Request::SetData(SetDataRequest { path: path.into(), data: Some(data.to_vec()), version });
         expect_body!(self, req, "setData", Response::Stat(s) => s)
     }
 

@@ -9,7 +9,9 @@ use crate::records::acl::{Acl, GetAclRequest, SetAclRequest};
 use crate::records::children::GetChildrenRequest;
 use crate::records::connect::{ConnectRequest, ConnectResponse};
 use crate::records::create::CreateRequest;
-use crate::records::data::{CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest};
+use crate::records::data::{
+    CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
+};
 use crate::records::header::{ReplyHeader, RequestHeader, WatcherEvent};
 use crate::records::keeper_ext::{
     Buffer, CheckStatRequest, ListRecursiveRequest, ListRequest, ListWithStatsAndDataResponse, RemoveRecursiveRequest,
@@ -21,7 +23,7 @@ use crate::request::{CreateOp, Request};
 use crate::response::{MultiResult, Response};
 
 fn create(op: OpCode, flags: i32, ttl: i64) -> Request {
-    let req = CreateRequest { path: "/a".into(), data: b"d".to_vec(), acl: Acl::open(), flags };
+    let req = CreateRequest { path: "/a".into(), data: Some(b"d".to_vec()), acl: Acl::open(), flags };
     Request::Create(CreateOp { op, req, ttl })
 }
 
@@ -39,7 +41,7 @@ pub fn requests() -> Vec<Request> {
         Request::Delete(DeleteRequest { path: path(), version: -1 }),
         Request::Exists(ExistsRequest { path: path(), watch: false }),
         get.clone(),
-        Request::SetData(SetDataRequest { path: path(), data: vec![0; 9], version: 3 }),
+        Request::SetData(SetDataRequest { path: path(), data: Some(vec![0; 9]), version: 3 }),
         Request::GetAcl(GetAclRequest { path: path() }),
         Request::SetAcl(SetAclRequest { path: path(), acl: vec![Acl::new(31, "digest", "u:h=")], version: 0 }),
         Request::GetChildren(GetChildrenRequest { path: path(), watch: true }),
@@ -47,7 +49,10 @@ pub fn requests() -> Vec<Request> {
         Request::Sync(PathRecord { path: path() }),
         Request::Ping,
         Request::Check(CheckVersionRequest { path: path(), version: 1 }),
-        Request::Multi(vec![create(OpCode::Create, 2, 0), Request::Check(CheckVersionRequest { path: path(), version: 0 })]),
+        Request::Multi(vec![
+            create(OpCode::Create, 2, 0),
+            Request::Check(CheckVersionRequest { path: path(), version: 0 }),
+        ]),
         Request::MultiRead(vec![get, Request::GetChildren(GetChildrenRequest { path: "/".into(), watch: false })]),
         Request::Reconfig,
         Request::CheckWatches(WatchesRequest { path: path(), watcher_type: 3 }),
@@ -55,7 +60,11 @@ pub fn requests() -> Vec<Request> {
         Request::Close,
         Request::Auth(AuthPacket { auth_type: 0, scheme: "digest".into(), auth: b"u:p".to_vec() }),
         Request::SetWatches(SetWatches { relative_zxid: 7, data_watches: vec![path()], ..Default::default() }),
-        Request::SetWatches2(SetWatches2 { relative_zxid: 7, persistent_recursive_watches: vec!["/".into()], ..Default::default() }),
+        Request::SetWatches2(SetWatches2 {
+            relative_zxid: 7,
+            persistent_recursive_watches: vec!["/".into()],
+            ..Default::default()
+        }),
         Request::GetEphemerals(PathRecord { path: "/".into() }),
         Request::GetAllChildrenNumber(PathRecord { path: "/".into() }),
         Request::AddWatch(AddWatchRequest { path: path(), mode: 1 }),
@@ -63,7 +72,11 @@ pub fn requests() -> Vec<Request> {
         Request::FilteredList(ListRequest { with_stat: false, with_data: false, ..list.clone() }),
         Request::CheckNotExists(CheckVersionRequest { path: path(), version: -1 }),
         Request::RemoveRecursive(RemoveRecursiveRequest { path: path(), limit: 100 }),
-        Request::CheckStat(CheckStatRequest { path: path(), version: -1, stat: Stat { version: 2, ..Default::default() } }),
+        Request::CheckStat(CheckStatRequest {
+            path: path(),
+            version: -1,
+            stat: Stat { version: 2, ..Default::default() },
+        }),
         Request::TryRemove(DeleteRequest { path: path(), version: 4 }),
         Request::FilteredListWithStatsAndData(list),
         Request::ListRecursive(ListRecursiveRequest { path: "/".into(), limit: 1000 }),
@@ -72,14 +85,24 @@ pub fn requests() -> Vec<Request> {
 
 /// One successful reply body per reply shape, with the opcode it answers.
 pub fn responses() -> Vec<(OpCode, Response)> {
-    let stat = Stat { czxid: 1, mzxid: 2, ctime: 3, mtime: 4, version: 5, cversion: 6, aversion: 7, pzxid: 8, ..Default::default() };
+    let stat = Stat {
+        czxid: 1,
+        mzxid: 2,
+        ctime: 3,
+        mtime: 4,
+        version: 5,
+        cversion: 6,
+        aversion: 7,
+        pzxid: 8,
+        ..Default::default()
+    };
     let names = vec!["a".to_string(), "b".to_string()];
     vec![
         (OpCode::Delete, Response::Empty),
         (OpCode::Create, Response::Create("/a0000000001".into())),
         (OpCode::Create2, Response::Create2 { path: "/a".into(), stat: stat.clone() }),
         (OpCode::Exists, Response::Stat(stat.clone())),
-        (OpCode::GetData, Response::Data { data: b"hello".to_vec(), stat: stat.clone() }),
+        (OpCode::GetData, Response::Data { data: Some(b"hello".to_vec()), stat: stat.clone() }),
         (OpCode::GetAcl, Response::Acl { acl: Acl::open(), stat: stat.clone() }),
         (OpCode::GetChildren, Response::Children(names.clone())),
         (OpCode::GetChildren2, Response::Children2 { children: names.clone(), stat: stat.clone() }),
@@ -109,7 +132,7 @@ pub fn responses() -> Vec<(OpCode, Response)> {
         (
             OpCode::MultiRead,
             Response::Multi(vec![
-                MultiResult::Ok(OpCode::GetData, Response::Data { data: vec![1], stat }),
+                MultiResult::Ok(OpCode::GetData, Response::Data { data: Some(vec![1]), stat }),
                 MultiResult::Ok(OpCode::GetChildren, Response::Children(names)),
                 MultiResult::OpError(OpCode::GetData, -101),
             ]),
@@ -139,7 +162,13 @@ pub fn seed_bodies() -> Vec<Vec<u8>> {
     for read_only in [None, Some(false)] {
         let req = ConnectRequest { timeout_ms: 30_000, passwd: vec![0; 16], read_only, ..Default::default() };
         out.push(req.to_bytes().to_vec());
-        let resp = ConnectResponse { timeout_ms: 10_000, session_id: 0x42, passwd: vec![1; 16], read_only, ..Default::default() };
+        let resp = ConnectResponse {
+            timeout_ms: 10_000,
+            session_id: 0x42,
+            passwd: vec![1; 16],
+            read_only,
+            ..Default::default()
+        };
         out.push(resp.to_bytes().to_vec());
     }
     out

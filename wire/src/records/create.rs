@@ -7,7 +7,7 @@ record! {
     /// Body of create (1), create2 (15), createContainer (19) and Keeper's createIfNotExists (502).
     pub struct CreateRequest {
         path: String [str],
-        data: Vec<u8> [buf],
+        data: Option<Vec<u8>> [obuf],
         acl: Vec<Acl> [vec],
         flags: i32 [i32],
     }
@@ -17,7 +17,7 @@ record! {
     /// Body of createTTL (21).
     pub struct CreateTtlRequest {
         path: String [str],
-        data: Vec<u8> [buf],
+        data: Option<Vec<u8>> [obuf],
         acl: Vec<Acl> [vec],
         flags: i32 [i32],
         ttl: i64 [i64],
@@ -83,8 +83,14 @@ mod tests {
 
     #[test]
     fn create_records_round_trip() {
-        check_round_trip(&CreateRequest { path: "/a".into(), data: b"x".to_vec(), acl: Acl::open(), flags: 3 });
-        check_round_trip(&CreateTtlRequest { path: "/t".into(), data: vec![], acl: Acl::open(), flags: 5, ttl: 1000 });
+        check_round_trip(&CreateRequest { path: "/a".into(), data: Some(b"x".to_vec()), acl: Acl::open(), flags: 3 });
+        check_round_trip(&CreateTtlRequest {
+            path: "/t".into(),
+            data: Some(vec![]),
+            acl: Acl::open(),
+            flags: 5,
+            ttl: 1000,
+        });
         check_round_trip(&CreateResponse { path: "/a0000000001".into() });
         check_round_trip(&Create2Response { path: "/a".into(), stat: Stat { czxid: 3, ..Default::default() } });
         assert_eq!(CreateMode::from_flags(3).map(|m| (m.ephemeral, m.sequential)), Some((true, true)));

@@ -8,11 +8,11 @@ record! {
 }
 record! {
     /// Reply to getData.
-    pub struct GetDataResponse { data: Vec<u8> [buf], stat: Stat [rec] }
+    pub struct GetDataResponse { data: Option<Vec<u8>> [obuf], stat: Stat [rec] }
 }
 record! {
     /// Body of setData (5).
-    pub struct SetDataRequest { path: String [str], data: Vec<u8> [buf], version: i32 [i32] }
+    pub struct SetDataRequest { path: String [str], data: Option<Vec<u8>> [obuf], version: i32 [i32] }
 }
 record! {
     /// Reply to setData, exists and setACL: the node's stat after the op.
@@ -43,8 +43,8 @@ mod tests {
     #[test]
     fn data_records_round_trip() {
         check_round_trip(&GetDataRequest { path: "/a".into(), watch: true });
-        check_round_trip(&GetDataResponse { data: b"hello".to_vec(), stat: Stat::default() });
-        check_round_trip(&SetDataRequest { path: "/a".into(), data: vec![1, 2], version: -1 });
+        check_round_trip(&GetDataResponse { data: Some(b"hello".to_vec()), stat: Stat::default() });
+        check_round_trip(&SetDataRequest { path: "/a".into(), data: Some(vec![1, 2]), version: -1 });
         check_round_trip(&StatResponse { stat: Stat { version: 2, ..Default::default() } });
         check_round_trip(&ExistsRequest { path: "/a".into(), watch: false });
         check_round_trip(&DeleteRequest { path: "/a".into(), version: 3 });

@@ -66,7 +66,10 @@ impl Encode for ListRecursiveRequest {
 
 impl Decode for ListRecursiveRequest {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(ListRecursiveRequest { path: r.string("ListRecursiveRequest.path")?, limit: r.i32("ListRecursiveRequest.limit")? as u32 })
+        Ok(ListRecursiveRequest {
+            path: r.string("ListRecursiveRequest.path")?,
+            limit: r.i32("ListRecursiveRequest.limit")? as u32,
+        })
     }
 }
 
@@ -140,7 +143,8 @@ mod tests {
     #[test]
     fn keeper_records_round_trip() {
         for extended in [false, true] {
-            let req = ListRequest { path: "/".into(), watch: true, list_type: 1, with_stat: extended, with_data: extended };
+            let req =
+                ListRequest { path: "/".into(), watch: true, list_type: 1, with_stat: extended, with_data: extended };
             let mut out = BytesMut::new();
             req.encode_as(&mut out, extended);
             assert_eq!(out.len(), 4 + 1 + 1 + 1 + if extended { 2 } else { 0 });

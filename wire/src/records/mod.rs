@@ -10,7 +10,8 @@
 
 /// Declares a plain jute record: a struct whose fields are encoded in declaration order.
 ///
-/// Each field names its jute kind: `i32`, `i64`, `bool`, `str`, `buf`, `vec` or `rec`.
+/// Each field names its jute kind: `i32`, `i64`, `bool`, `str`, `buf`, `obuf` (a buffer that
+/// may be null), `vec` or `rec`.
 macro_rules! record {
     ($(#[$m:meta])* pub struct $name:ident { $( $(#[$fm:meta])* $field:ident : $ty:ty [$kind:ident] ),* $(,)? }) => {
         $(#[$m])*
@@ -36,6 +37,7 @@ macro_rules! record {
     (@enc bool, $o:ident, $v:expr) => { $crate::jute::put_bool($o, *$v) };
     (@enc str, $o:ident, $v:expr) => { $crate::jute::put_str($o, $v) };
     (@enc buf, $o:ident, $v:expr) => { $crate::jute::put_bytes($o, $v) };
+    (@enc obuf, $o:ident, $v:expr) => { $crate::jute::put_opt_bytes($o, $v.as_deref()) };
     (@enc vec, $o:ident, $v:expr) => { $crate::jute::put_vec($o, $v) };
     (@enc rec, $o:ident, $v:expr) => { $crate::jute::Encode::encode($v, $o) };
     (@dec i32, $r:ident, $w:expr) => { $r.i32($w)? };
@@ -43,6 +45,7 @@ macro_rules! record {
     (@dec bool, $r:ident, $w:expr) => { $r.bool($w)? };
     (@dec str, $r:ident, $w:expr) => { $r.string($w)? };
     (@dec buf, $r:ident, $w:expr) => { $r.buffer($w)? };
+    (@dec obuf, $r:ident, $w:expr) => { $r.opt_buffer($w)? };
     (@dec vec, $r:ident, $w:expr) => { $r.vec($w)? };
     (@dec rec, $r:ident, $w:expr) => { $crate::jute::Decode::decode($r)? };
 }

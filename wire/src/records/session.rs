@@ -25,7 +25,9 @@ mod tests {
     #[test]
     fn session_records_round_trip() {
         check_round_trip(&AuthPacket { auth_type: 0, scheme: "digest".into(), auth: b"u:p".to_vec() });
-        check_round_trip(&WhoAmIResponse { client_info: vec![ClientInfo { auth_scheme: "ip".into(), user: "127.0.0.1".into() }] });
+        check_round_trip(&WhoAmIResponse {
+            client_info: vec![ClientInfo { auth_scheme: "ip".into(), user: "127.0.0.1".into() }],
+        });
         check_round_trip(&ErrorResponse { err: -101 });
     }
 }

@@ -36,7 +36,19 @@ mod tests {
 
     #[test]
     fn stat_is_68_bytes_and_round_trips() {
-        let s = Stat { czxid: 1, mzxid: 2, ctime: 3, mtime: 4, version: 5, cversion: 6, aversion: 7, ephemeral_owner: 8, data_length: 9, num_children: 10, pzxid: 11 };
+        let s = Stat {
+            czxid: 1,
+            mzxid: 2,
+            ctime: 3,
+            mtime: 4,
+            version: 5,
+            cversion: 6,
+            aversion: 7,
+            ephemeral_owner: 8,
+            data_length: 9,
+            num_children: 10,
+            pzxid: 11,
+        };
         assert_eq!(s.to_bytes().len(), STAT_LEN);
         assert_eq!(&s.to_bytes()[60..68], &11i64.to_be_bytes());
         check_round_trip(&s);

@@ -49,8 +49,17 @@ mod tests {
 
     #[test]
     fn watch_records_round_trip() {
-        check_round_trip(&SetWatches { relative_zxid: 9, data_watches: vec!["/a".into()], exist_watches: vec![], child_watches: vec!["/".into()] });
-        check_round_trip(&SetWatches2 { relative_zxid: 1, persistent_recursive_watches: vec!["/r".into()], ..Default::default() });
+        check_round_trip(&SetWatches {
+            relative_zxid: 9,
+            data_watches: vec!["/a".into()],
+            exist_watches: vec![],
+            child_watches: vec!["/".into()],
+        });
+        check_round_trip(&SetWatches2 {
+            relative_zxid: 1,
+            persistent_recursive_watches: vec!["/r".into()],
+            ..Default::default()
+        });
         check_round_trip(&AddWatchRequest { path: "/a".into(), mode: 1 });
         check_round_trip(&WatchesRequest { path: "/a".into(), watcher_type: 3 });
     }

@@ -10,7 +10,13 @@ use crate::core::acl;
 use crate::core::state::State;
 use crate::core::txn::Op;
 
-pub(super) fn prepare_version(_state: &State, view: &mut View<'_>, path: &str, version: i32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_version(
+    _state: &State,
+    view: &mut View<'_>,
+    path: &str,
+    version: i32,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     let node = view.get(path).ok_or(ZkError::NoNode)?;
     acl::check(&node.acl, ctx.auth, perms::READ)?;
     if version != -1 && version != node.stat.version {
@@ -20,7 +26,13 @@ pub(super) fn prepare_version(_state: &State, view: &mut View<'_>, path: &str, v
 }
 
 /// NODEEXISTS when the node exists with the given version (or any, for -1).
-pub(super) fn prepare_not_exists(state: &State, view: &mut View<'_>, path: &str, version: i32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_not_exists(
+    state: &State,
+    view: &mut View<'_>,
+    path: &str,
+    version: i32,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if state.is_reserved(path) {
         return Err(ZkError::BadArguments);
     }
@@ -34,7 +46,12 @@ pub(super) fn prepare_not_exists(state: &State, view: &mut View<'_>, path: &str,
 }
 
 /// Every stat field that is not -1 must equal the node's; BADVERSION otherwise.
-pub(super) fn prepare_stat(state: &State, view: &mut View<'_>, req: &CheckStatRequest, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_stat(
+    state: &State,
+    view: &mut View<'_>,
+    req: &CheckStatRequest,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if state.is_reserved(&req.path) {
         return Err(ZkError::BadArguments);
     }

@@ -74,11 +74,23 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
     // Record the effect for later ops of the same multi.
     view.set(
         parent_path,
-        Some(NodeView { stat: NodeStat { cversion: parent_cversion, ..parent.stat }, num_children: parent.num_children + 1, seq: parent.seq + 1, ..parent }),
+        Some(NodeView {
+            stat: NodeStat { cversion: parent_cversion, ..parent.stat },
+            num_children: parent.num_children + 1,
+            seq: parent.seq + 1,
+            ..parent
+        }),
     );
     view.set(
         &full_path,
-        Some(NodeView { stat: NodeStat { ephemeral_owner, ..NodeStat::default() }, acl: acl.clone(), num_children: 0, seq: 0, ttl, data_len: req.data.len() as i32 }),
+        Some(NodeView {
+            stat: NodeStat { ephemeral_owner, ..NodeStat::default() },
+            acl: acl.clone(),
+            num_children: 0,
+            seq: 0,
+            ttl,
+            data_len: req.data.as_ref().map_or(0, Vec::len) as i32,
+        }),
     );
     Ok(Op::Create(CreateTxn { path: full_path, data: req.data.clone(), acl, ephemeral_owner, ttl, parent_cversion }))
 }

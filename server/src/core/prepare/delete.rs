@@ -19,12 +19,22 @@ fn parent_of(path: &str) -> Result<&str, ZkError> {
 fn record_delete(view: &mut View<'_>, parent_path: &str, parent: NodeView, path: &str) {
     view.set(
         parent_path,
-        Some(NodeView { stat: NodeStat { cversion: parent.stat.cversion.wrapping_add(1), ..parent.stat }, num_children: parent.num_children - 1, ..parent }),
+        Some(NodeView {
+            stat: NodeStat { cversion: parent.stat.cversion.wrapping_add(1), ..parent.stat },
+            num_children: parent.num_children - 1,
+            ..parent
+        }),
     );
     view.set(path, None);
 }
 
-pub(super) fn prepare(state: &State, view: &mut View<'_>, path: &str, version: i32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare(
+    state: &State,
+    view: &mut View<'_>,
+    path: &str,
+    version: i32,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if path.contains('\0') || state.is_special_path(path) || state.is_reserved(path) {
         return Err(ZkError::BadArguments);
     }
@@ -41,7 +51,13 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, path: &str, version: i
 }
 
 /// tryRemove: like delete, but an absent node, a version mismatch or children mean "nothing to do".
-pub(super) fn prepare_try(state: &State, view: &mut View<'_>, path: &str, version: i32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_try(
+    state: &State,
+    view: &mut View<'_>,
+    path: &str,
+    version: i32,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if state.is_reserved(path) || state.is_special_path(path) {
         return Err(ZkError::BadArguments);
     }
@@ -60,7 +76,13 @@ pub(super) fn prepare_try(state: &State, view: &mut View<'_>, path: &str, versio
 /// removeRecursive: the node and its subtree, at most `limit` nodes in all (the target
 /// included), children first; NOTEMPTY when over the limit. Only committed descendants are
 /// seen: nodes created earlier in the same multi under the target are not walked.
-pub(super) fn prepare_recursive(state: &State, view: &mut View<'_>, path: &str, limit: u32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_recursive(
+    state: &State,
+    view: &mut View<'_>,
+    path: &str,
+    limit: u32,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if path == "/" || state.is_reserved(path) || state.is_special_path(path) {
         return Err(ZkError::BadArguments);
     }

@@ -11,7 +11,12 @@ use crate::core::state::State;
 use crate::core::txn::Op;
 use crate::core::{acl, path};
 
-pub(super) fn prepare_data(state: &State, view: &mut View<'_>, req: &SetDataRequest, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_data(
+    state: &State,
+    view: &mut View<'_>,
+    req: &SetDataRequest,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if path::validate(&req.path).is_err() && req.path != "/" {
         return Err(ZkError::BadArguments);
     }
@@ -29,11 +34,23 @@ pub(super) fn prepare_data(state: &State, view: &mut View<'_>, req: &SetDataRequ
             }
         }
     }
-    view.set(&req.path, Some(NodeView { stat: NodeStat { version, ..node.stat }, data_len: req.data.len() as i32, ..node }));
+    view.set(
+        &req.path,
+        Some(NodeView {
+            stat: NodeStat { version, ..node.stat },
+            data_len: req.data.as_ref().map_or(0, Vec::len) as i32,
+            ..node
+        }),
+    );
     Ok(Op::SetData { path: req.path.clone(), data: req.data.clone(), version })
 }
 
-pub(super) fn prepare_acl(state: &State, view: &mut View<'_>, req: &SetAclRequest, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare_acl(
+    state: &State,
+    view: &mut View<'_>,
+    req: &SetAclRequest,
+    ctx: &Ctx<'_>,
+) -> Result<Op, ZkError> {
     if path::validate(&req.path).is_err() {
         return Err(ZkError::BadArguments);
     }

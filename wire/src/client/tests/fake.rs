@@ -52,7 +52,8 @@ impl FakeConn {
             if let Some(n) = split_frame(&self.buf, 1 << 20).expect("client frame") {
                 return Some(self.buf.split_to(n)[4..].to_vec());
             }
-            let read = tokio::time::timeout(WAIT, self.stream.read_buf(&mut self.buf)).await.expect("client went quiet");
+            let read =
+                tokio::time::timeout(WAIT, self.stream.read_buf(&mut self.buf)).await.expect("client went quiet");
             if read.unwrap_or(0) == 0 {
                 return None;
             }

@@ -20,7 +20,7 @@ fn get(path: &str) -> Request {
 }
 
 fn data(d: &[u8], version: i32) -> Response {
-    Response::Data { data: d.to_vec(), stat: Stat { version, ..Default::default() } }
+    Response::Data { data: Some(d.to_vec()), stat: Stat { version, ..Default::default() } }
 }
 
 #[tokio::test]
@@ -129,7 +129,10 @@ async fn out_of_order_reply_is_a_protocol_error_that_fails_everything() {
     let (r1, r2) = tokio::join!(client.call(get("/a")), client.call(get("/b")));
     for r in [r1, r2] {
         let err = r.unwrap_err();
-        assert!(matches!(&err, ClientError::ConnectionLoss(LossReason::Protocol(m)) if m.contains("out of order")), "{err:?}");
+        assert!(
+            matches!(&err, ClientError::ConnectionLoss(LossReason::Protocol(m)) if m.contains("out of order")),
+            "{err:?}"
+        );
     }
     assert!(client.is_closed());
     assert!(matches!(client.loss_reason(), Some(LossReason::Protocol(_))));

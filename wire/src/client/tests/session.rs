@@ -24,7 +24,12 @@ async fn reserved_xids_for_ping_auth_and_set_watches() {
         }
         assert_eq!(
             seen,
-            vec![(1, OpCode::GetData), (AUTH_XID, OpCode::Auth), (PING_XID, OpCode::Ping), (SET_WATCHES_XID, OpCode::SetWatches)]
+            vec![
+                (1, OpCode::GetData),
+                (AUTH_XID, OpCode::Auth),
+                (PING_XID, OpCode::Ping),
+                (SET_WATCHES_XID, OpCode::SetWatches)
+            ]
         );
         // ZooKeeper answers auth at once, ahead of the getData still in its pipeline.
         c.reply(AUTH_XID, 0, ZkError::AuthFailed.code(), &Response::Empty).await;
@@ -35,8 +40,12 @@ async fn reserved_xids_for_ping_auth_and_set_watches() {
     })
     .await;
     let client = Client::connect(addr, ConnectOptions { auto_ping: false, ..Default::default() }).await.unwrap();
-    let (g, a, p, w) =
-        tokio::join!(client.call(get("/a")), client.add_auth("digest", b"u:p"), client.ping(), client.set_watches(SetWatches::default()));
+    let (g, a, p, w) = tokio::join!(
+        client.call(get("/a")),
+        client.add_auth("digest", b"u:p"),
+        client.ping(),
+        client.set_watches(SetWatches::default())
+    );
     assert_eq!(g.unwrap().seq, 2);
     assert_eq!(a, Err(ClientError::Zk(ZkError::AuthFailed)));
     assert_eq!((p, w), (Ok(()), Ok(())));
@@ -95,6 +104,20 @@ async fn close_waits_for_its_reply_then_ends_the_connection() {
     assert_eq!(client.ping().await, Err(ClientError::ConnectionLoss(LossReason::Closed)));
     assert!(timeout(WAIT, events.recv()).await.unwrap().is_none(), "the event channel ends with the connection");
     timeout(WAIT, server).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn close_answered_by_a_hangup_counts_as_closed() {
+    // ClickHouse Keeper ends the connection instead of replying to closeSession.
+    let (addr, _server) = serve(|mut c| async move {
+        c.accept(&session(30_000)).await;
+        assert_eq!(c.request().await.unwrap().1.op(), OpCode::CloseSession);
+    })
+    .await;
+    let client = Client::connect(addr, ConnectOptions::default()).await.unwrap();
+    assert_eq!(client.close().await, Ok(()));
+    assert_eq!(client.loss_reason(), Some(LossReason::Eof));
+    assert_eq!(client.close().await, Err(ClientError::ConnectionLoss(LossReason::Eof)), "a second close is a loss");
 }
 
 #[tokio::test]

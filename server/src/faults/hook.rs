@@ -1,0 +1,81 @@
+//! The engine side of faults: what each action does to a request on its one path through
+//! `Engine::handle`. `before` runs ahead of dispatch and may end the request there; `after`
+//! runs once dispatch has queued the reply.
+//!
+//! Every action works through what a connection already has: its `Out` queue (a delay or a
+//! reset marker the writer honours), `end_session`, and a mute flag that makes `Engine::send`
+//! drop frames, so a dropped response is one whose request went through the ordinary
+//! prepare/commit/reply path and whose bytes never left.
+
+use testkeeper_wire::{Request, Response};
+use tracing::info;
+
+use super::Action;
+use crate::engine::{Engine, Flow, Out};
+
+/// What happens to a request after the pre-dispatch check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Dispatch as usual.
+    Dispatch,
+    /// Dispatch with the connection muted, then close it (drop-response).
+    DispatchMuted,
+    /// Done: the fault replaced the request; the connection goes on as told.
+    Done(Flow),
+}
+
+impl Engine {
+    /// Consults the fault rules for a request about to be dispatched, and carries out a
+    /// pre-dispatch action.
+    pub(crate) fn fault_before(&mut self, conn: u64, session: i64, xid: i32, req: &Request) -> Step {
+        let Some(fired) = self.faults.check(req, session, xid) else {
+            return Step::Dispatch;
+        };
+        let (op, rule) = (req.op().name(), fired.rule);
+        info!(rule, kind = %fired.action.kind(), op, session = format_args!("{session:#x}"), xid, "fault fired");
+        match fired.action {
+            Action::Reset => {
+                self.queue_out(conn, Out::Reset);
+                Step::Done(Flow::Close)
+            }
+            Action::DropRequest => Step::Done(Flow::Close),
+            Action::Error(code) => {
+                self.reply(conn, xid, self.state.zxid, code, &Response::Empty);
+                Step::Done(Flow::Continue)
+            }
+            Action::ExpireSession => {
+                // Through the same path as a timeout: close-session entry, ephemerals and
+                // watches gone, connection closed; a resume then gets SESSION_EXPIRED.
+                self.end_session(session);
+                Step::Done(Flow::Close)
+            }
+            Action::Delay(d) => {
+                // Queued ahead of the reply: the writer flushes what came before, waits, then
+                // writes the reply and everything after it, in order.
+                self.queue_out(conn, Out::Delay(d));
+                Step::Dispatch
+            }
+            Action::DropResponse => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.muted = true;
+                }
+                Step::DispatchMuted
+            }
+        }
+    }
+
+    /// Finishes a dispatched request: a muted connection is closed (its session lives on until
+    /// its timeout, so a resuming client keeps its ephemerals).
+    pub(crate) fn fault_after(&mut self, step: Step, flow: Flow) -> Flow {
+        match step {
+            Step::DispatchMuted => Flow::Close,
+            _ => flow,
+        }
+    }
+
+    fn queue_out(&mut self, conn: u64, out: Out) {
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(out);
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Protocol-aware fault injection: rules that drop a request or its reply, fail it with an
+//! error code, delay its reply, reset the connection, or expire the session, chosen by op,
+//! path, session, position and a seeded probability.
+//!
+//! Faults hook into the engine's one request path at two points (see `hook`): before
+//! dispatch (reset, drop-request, error, expire-session: the request is not carried out) and
+//! around the reply (drop-response, delay: it is). Nothing else in the engine knows faults
+//! exist.
+//!
+//! Every probability is drawn from one ChaCha generator seeded with `ServerConfig.seed`, and
+//! only when a rule with `prob=` is consulted for a request it matches: the same seed, rules
+//! and request sequence give the same faults, which is what makes a failing run replayable.
+//!
+//! # Layout
+//! - this file: [`Faults`], the rule table, the generator and the counters.
+//! - `rule`: the grammar `KIND[:key=value,...]`, [`Rule`], [`Kind`], [`Action`].
+//! - `matcher`: op, path-glob and session filters; how a multi matches.
+//! - `events`: the bounded [`FaultEvent`] log.
+//! - `hook`: the engine side: what each action does to a request.
+
+mod events;
+pub(crate) mod hook;
+mod matcher;
+mod rule;
+
+use std::collections::BTreeMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use testkeeper_wire::Request;
+
+pub use events::{EventLog, FaultEvent, EVENT_LOG_CAPACITY};
+pub use matcher::Matcher;
+pub use rule::{Action, Kind, Rule, RuleError};
+
+/// A rule in the table with its counters.
+#[derive(Debug, Clone)]
+struct Entry {
+    id: u64,
+    rule: Rule,
+    /// Requests that passed the op/path/session filters.
+    matched: u64,
+    fired: u64,
+}
+
+/// A rule as the listing APIs show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleStatus {
+    pub id: u64,
+    /// The rule as it was written.
+    pub rule: String,
+    pub kind: &'static str,
+    /// Requests that passed the rule's op/path/session filters.
+    pub matched: u64,
+    /// Times the rule fired.
+    pub fired: u64,
+    /// Whether `count=` is used up, so the rule will not fire again.
+    pub exhausted: bool,
+}
+
+/// A rule that fired on a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    pub rule: u64,
+    pub action: Action,
+}
+
+/// The fault table of one server.
+#[derive(Debug, Clone)]
+pub struct Faults {
+    /// Ordered by id: earlier rules are consulted first.
+    rules: Vec<Entry>,
+    next_id: u64,
+    rng: ChaCha8Rng,
+    events: EventLog,
+    /// Firings by kind over the server's life (removing a rule keeps them), for `/metrics`.
+    fired_by_kind: BTreeMap<&'static str, u64>,
+}
+
+impl Faults {
+    /// An empty table whose probabilities draw from `seed`.
+    pub fn new(seed: u64) -> Faults {
+        Faults {
+            rules: Vec::new(),
+            next_id: 1,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            events: EventLog::default(),
+            fired_by_kind: BTreeMap::new(),
+        }
+    }
+
+    /// Parses and adds a rule; returns its id.
+    ///
+    /// # Errors
+    /// The rule's parse error.
+    pub fn add(&mut self, text: &str) -> Result<u64, RuleError> {
+        Ok(self.add_rule(Rule::parse(text)?))
+    }
+
+    /// Adds a parsed rule; returns its id (1, 2, 3..., never reused).
+    pub fn add_rule(&mut self, rule: Rule) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.rules.push(Entry { id, rule, matched: 0, fired: 0 });
+        id
+    }
+
+    /// Removes one rule; false when there is none with that id.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let before = self.rules.len();
+        self.rules.retain(|e| e.id != id);
+        self.rules.len() != before
+    }
+
+    /// Removes every rule. The event log, the counters and the generator carry on, so a replay
+    /// that clears and re-adds rules at the same points still draws the same numbers.
+    pub fn clear(&mut self) {
+        self.rules.clear();
+    }
+
+    /// The rules with their counters, by id.
+    pub fn rules(&self) -> Vec<RuleStatus> {
+        self.rules
+            .iter()
+            .map(|e| RuleStatus {
+                id: e.id,
+                rule: e.rule.text.clone(),
+                kind: e.rule.action.kind().name(),
+                matched: e.matched,
+                fired: e.fired,
+                exhausted: e.rule.count.is_some_and(|c| e.fired >= c),
+            })
+            .collect()
+    }
+
+    /// The fired faults still in the log, oldest first.
+    pub fn events(&self) -> Vec<FaultEvent> {
+        self.events.snapshot()
+    }
+
+    /// How many faults ever fired (the log keeps only the newest).
+    pub fn total_events(&self) -> u64 {
+        self.events.total()
+    }
+
+    /// Firings by kind name over the server's life.
+    pub fn fired_by_kind(&self) -> &BTreeMap<&'static str, u64> {
+        &self.fired_by_kind
+    }
+
+    /// Decides whether a request triggers a fault, and logs the firing.
+    ///
+    /// Rules are consulted in id order. Every rule whose filters match counts the request (so
+    /// `nth=` counts matching requests, whoever fires); the first that fires wins, and the
+    /// rules after it neither draw nor fire for this request.
+    pub fn check(&mut self, req: &Request, session: i64, xid: i32) -> Option<Fired> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let mut fired: Option<(Fired, Option<String>)> = None;
+        for e in &mut self.rules {
+            let Some(path) = e.rule.matcher.matches(req, session) else {
+                continue;
+            };
+            e.matched += 1;
+            if fired.is_some() {
+                continue;
+            }
+            let r = &e.rule;
+            let eligible = r.nth.is_none_or(|k| e.matched == k) && r.count.is_none_or(|c| e.fired < c);
+            // Draw only for an eligible rule with a probability, so the sequence of draws
+            // depends on nothing but the rules and the requests.
+            if eligible && r.prob.is_none_or(|p| self.rng.gen::<f64>() < p) {
+                e.fired += 1;
+                fired = Some((Fired { rule: e.id, action: r.action }, path));
+            }
+        }
+        let (fired, path) = fired?;
+        let kind = fired.action.kind();
+        *self.fired_by_kind.entry(kind.name()).or_default() += 1;
+        let op = req.op().name();
+        self.events.push(FaultEvent {
+            seq: 0,
+            rule: fired.rule,
+            kind: kind.name(),
+            op,
+            path,
+            session,
+            xid,
+            applied: kind.applies_request(),
+        });
+        Some(fired)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use testkeeper_wire::records::data::GetDataRequest;
+
+    use super::*;
+
+    fn get(path: &str) -> Request {
+        Request::GetData(GetDataRequest { path: path.into(), watch: false })
+    }
+
+    fn fired_on(faults: &mut Faults, n: usize) -> Vec<usize> {
+        (0..n).filter(|i| faults.check(&get(&format!("/p/{i}")), 1, *i as i32).is_some()).collect()
+    }
+
+    #[test]
+    fn nth_and_count() {
+        let mut f = Faults::new(0);
+        let id = f.add("error:code=-4,nth=3").unwrap();
+        assert_eq!(fired_on(&mut f, 6), vec![2]);
+        f.remove(id);
+        f.add("error:code=-4,count=2").unwrap();
+        assert_eq!(fired_on(&mut f, 6), vec![0, 1]);
+        let st = &f.rules()[0];
+        assert_eq!((st.matched, st.fired, st.exhausted), (6, 2, true));
+        assert_eq!(f.fired_by_kind()["error"], 3);
+        assert_eq!(f.events().iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn seeded_probability_replays() {
+        let run = |seed| {
+            let mut f = Faults::new(seed);
+            f.add("drop-request:prob=0.3").unwrap();
+            fired_on(&mut f, 200)
+        };
+        let a = run(7);
+        assert_eq!(a, run(7));
+        assert_ne!(a, run(8));
+        // Roughly 30% fire: a broken draw (never, always) would be far off.
+        assert!((30..=90).contains(&a.len()), "{}", a.len());
+    }
+
+    #[test]
+    fn first_firing_rule_wins_and_later_rules_still_count() {
+        let mut f = Faults::new(0);
+        f.add("error:code=-4,count=1").unwrap();
+        f.add("reset:nth=1").unwrap();
+        assert_eq!(f.check(&get("/a"), 1, 1).map(|x| x.action), Some(Action::Error(-4)));
+        // The reset rule counted request 1, so its nth=1 has passed.
+        assert_eq!(f.check(&get("/a"), 1, 2), None);
+        assert_eq!(f.rules()[1].matched, 2);
+        assert!(f.remove(1) && !f.remove(1));
+        f.clear();
+        assert!(f.rules().is_empty());
+    }
+}

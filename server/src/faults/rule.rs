@@ -1,0 +1,282 @@
+//! The fault rule grammar, `KIND[:key=value,...]`, parsed into a [`Rule`].
+//!
+//! One grammar serves the CLI (`--fault`), the HTTP API (`POST /api/v1/faults`) and the
+//! embedding API, so a rule that works in one place works in the others. A parse error names
+//! the offending key or value, because the person reading it is usually looking at a CI log.
+
+use std::fmt;
+use std::time::Duration;
+
+use testkeeper_wire::ZkError;
+use thiserror::Error;
+
+use super::matcher::{parse_glob, parse_ops, parse_session, Matcher};
+
+/// The kinds of fault, by their names in the grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    DropResponse,
+    DropRequest,
+    Error,
+    Delay,
+    Reset,
+    ExpireSession,
+}
+
+impl Kind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [Kind; 6] =
+        [Kind::DropResponse, Kind::DropRequest, Kind::Error, Kind::Delay, Kind::Reset, Kind::ExpireSession];
+
+    /// The kind's name in the grammar.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::DropResponse => "drop-response",
+            Kind::DropRequest => "drop-request",
+            Kind::Error => "error",
+            Kind::Delay => "delay",
+            Kind::Reset => "reset",
+            Kind::ExpireSession => "expire-session",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the server still carries the request out when this kind fires.
+    pub fn applies_request(self) -> bool {
+        matches!(self, Kind::DropResponse | Kind::Delay)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a fired rule does: its kind with the kind's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Apply and commit, send no reply, close the connection.
+    DropResponse,
+    /// Do not apply, send no reply, close the connection.
+    DropRequest,
+    /// Do not apply; reply with this error code.
+    Error(i32),
+    /// Apply, and hold the reply (and everything after it on the connection) this long.
+    Delay(Duration),
+    /// Abort the connection (TCP RST) before processing the request.
+    Reset,
+    /// Expire the request's session instead of processing the request.
+    ExpireSession,
+}
+
+impl Action {
+    /// The action's kind.
+    pub fn kind(self) -> Kind {
+        match self {
+            Action::DropResponse => Kind::DropResponse,
+            Action::DropRequest => Kind::DropRequest,
+            Action::Error(_) => Kind::Error,
+            Action::Delay(_) => Kind::Delay,
+            Action::Reset => Kind::Reset,
+            Action::ExpireSession => Kind::ExpireSession,
+        }
+    }
+}
+
+/// A rule that did not parse: the rule text and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("bad fault rule '{rule}': {reason}")]
+pub struct RuleError {
+    pub rule: String,
+    pub reason: String,
+}
+
+/// One parsed fault rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The rule as written (trimmed), shown back by the listing APIs.
+    pub text: String,
+    pub action: Action,
+    /// Which requests the rule considers (op, path, session).
+    pub matcher: Matcher,
+    /// Fire only on the n-th matching request (1-based).
+    pub nth: Option<u64>,
+    /// Fire with this probability, drawn from the server's seeded generator.
+    pub prob: Option<f64>,
+    /// Fire at most this many times.
+    pub count: Option<u64>,
+}
+
+const KEYS: &str = "op, path, session, nth, prob, count, code (error), ms (delay)";
+
+impl Rule {
+    /// Parses `KIND[:key=value,...]`.
+    ///
+    /// # Errors
+    /// A [`RuleError`] naming the unknown kind, the unknown or repeated key, or the bad value.
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        let text = text.trim();
+        let fail = |reason: String| RuleError { rule: text.to_string(), reason };
+        let (kind_name, rest) = text.split_once(':').unwrap_or((text, ""));
+        let kind_name = kind_name.trim();
+        let Some(kind) = Kind::from_name(kind_name) else {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            return Err(fail(format!("unknown fault kind '{kind_name}' (expected one of: {})", names.join(", "))));
+        };
+        let mut seen: Vec<&str> = Vec::new();
+        let (mut matcher, mut nth, mut prob, mut count, mut code, mut ms) =
+            (Matcher::default(), None, None, None, None, None);
+        for item in split_items(rest) {
+            let item = item.trim();
+            if item.is_empty() {
+                continue;
+            }
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(fail(format!("'{item}' is not key=value (keys: {KEYS})")));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if seen.contains(&key) {
+                return Err(fail(format!("{key}= is given twice")));
+            }
+            seen.push(key);
+            match key {
+                "op" => matcher.ops = parse_ops(value).map_err(fail)?,
+                "path" => matcher.path = parse_glob(value).map_err(fail)?,
+                "session" => matcher.session = Some(parse_session(value).map_err(fail)?),
+                "nth" => nth = Some(parse_positive("nth", value).map_err(fail)?),
+                "count" => count = Some(parse_positive("count", value).map_err(fail)?),
+                "prob" => prob = Some(parse_prob(value).map_err(fail)?),
+                "code" if kind == Kind::Error => code = Some(parse_code(value).map_err(fail)?),
+                "ms" if kind == Kind::Delay => {
+                    ms = Some(
+                        value
+                            .parse::<u64>()
+                            .map_err(|_| fail(format!("bad value for ms: '{value}' (expected whole milliseconds)")))?,
+                    );
+                }
+                "code" | "ms" => return Err(fail(format!("{key}= does not apply to {kind} faults"))),
+                other => return Err(fail(format!("unknown key '{other}' (keys: {KEYS})"))),
+            }
+        }
+        let action = match kind {
+            Kind::DropResponse => Action::DropResponse,
+            Kind::DropRequest => Action::DropRequest,
+            Kind::Reset => Action::Reset,
+            Kind::ExpireSession => Action::ExpireSession,
+            Kind::Error => Action::Error(
+                code.ok_or_else(|| fail("error faults need code=<ZooKeeper error code>, e.g. error:code=-4".into()))?,
+            ),
+            Kind::Delay => Action::Delay(Duration::from_millis(
+                ms.ok_or_else(|| fail("delay faults need ms=<milliseconds>, e.g. delay:ms=200".into()))?,
+            )),
+        };
+        Ok(Rule { text: text.to_string(), action, matcher, nth, prob, count })
+    }
+}
+
+/// Splits on commas outside `{...}` and `[...]`, so a glob such as `/a/{b,c}` stays whole.
+fn split_items(s: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                items.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&s[start..]);
+    items
+}
+
+fn parse_positive(key: &str, value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("bad value for {key}: '{value}' (expected a whole number >= 1)")),
+    }
+}
+
+fn parse_prob(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("bad value for prob: '{value}' (expected a number from 0 to 1)")),
+    }
+}
+
+/// An error code as a number (`-4`) or a ZooKeeper name (`CONNECTIONLOSS`, any case). Zero is
+/// refused: an OK header with an empty body is not a reply any client can decode.
+fn parse_code(value: &str) -> Result<i32, String> {
+    let code = match value.parse::<i32>() {
+        Ok(c) => c,
+        Err(_) => ZkError::ALL
+            .iter()
+            .find(|e| e.name().eq_ignore_ascii_case(value))
+            .map(|e| e.code())
+            .ok_or_else(|| format!("bad value for code: '{value}' (expected a ZooKeeper error code like -4 or a name like CONNECTIONLOSS)"))?,
+    };
+    if code == 0 {
+        return Err("bad value for code: 0 is OK, not an error".into());
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Rule::parse(text).expect_err(text).reason
+    }
+
+    #[test]
+    fn parses_every_kind() {
+        assert_eq!(Rule::parse("drop-response").unwrap().action, Action::DropResponse);
+        assert_eq!(Rule::parse(" drop-request:op=create ").unwrap().action, Action::DropRequest);
+        assert_eq!(Rule::parse("error:code=-112").unwrap().action, Action::Error(-112));
+        assert_eq!(Rule::parse("error:code=connectionloss").unwrap().action, Action::Error(-4));
+        assert_eq!(Rule::parse("delay:ms=250").unwrap().action, Action::Delay(Duration::from_millis(250)));
+        assert_eq!(Rule::parse("reset:").unwrap().action, Action::Reset);
+        assert_eq!(Rule::parse("expire-session:session=0x10").unwrap().action, Action::ExpireSession);
+    }
+
+    #[test]
+    fn parses_filters() {
+        let r = Rule::parse("drop-response:op=create,path=/locks/*,count=1,nth=2,prob=0.5").unwrap();
+        assert_eq!((r.nth, r.count, r.prob), (Some(2), Some(1), Some(0.5)));
+        assert_eq!(r.text, "drop-response:op=create,path=/locks/*,count=1,nth=2,prob=0.5");
+        // Commas inside a glob's braces belong to the glob.
+        let r = Rule::parse("reset:path=/a/{b,c},count=3").unwrap();
+        assert_eq!(r.count, Some(3));
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        assert!(err("drop-everything").contains("unknown fault kind 'drop-everything'"));
+        assert!(err("reset:opp=create").contains("unknown key 'opp'"));
+        assert!(err("reset:op").contains("'op' is not key=value"));
+        assert!(err("reset:op=creat").contains("unknown op 'creat'"));
+        assert!(err("reset:prob=1.5").contains("bad value for prob: '1.5'"));
+        assert!(err("reset:nth=0").contains("bad value for nth: '0'"));
+        assert!(err("reset:count=x").contains("bad value for count: 'x'"));
+        assert!(err("reset:session=0xzz").contains("bad value for session: '0xzz'"));
+        assert!(err("reset:count=1,count=2").contains("count= is given twice"));
+        assert!(err("reset:code=-4").contains("code= does not apply to reset faults"));
+        assert!(err("error").contains("need code="));
+        assert!(err("error:code=0").contains("0 is OK"));
+        assert!(err("error:code=NOPE").contains("bad value for code: 'NOPE'"));
+        assert!(err("delay").contains("need ms="));
+        assert!(err("delay:ms=-1").contains("bad value for ms: '-1'"));
+        assert!(err("reset:path=locks/*").contains("must start with '/'"));
+        assert!(err("reset:path=/a/[b").contains("bad value for path"));
+        let full = Rule::parse("reset:x=1").unwrap_err().to_string();
+        assert!(full.starts_with("bad fault rule 'reset:x=1': unknown key 'x'"), "{full}");
+    }
+}

@@ -1,0 +1,91 @@
+//! `GET /metrics`: the engine's counters and gauges in the Prometheus text exposition format
+//! (0.0.4), encoded by `prometheus-client`.
+//!
+//! The values live in the engine, behind its mutex, so each scrape copies them into a fresh
+//! registry instead of keeping a second set of counters in step with the engine's.
+
+use std::fmt;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::engine::stats::{LatencyHistogram, LATENCY_BOUNDS_US};
+use crate::engine::Engine;
+use crate::faults::Kind;
+use crate::net::Shared;
+
+type Labels = Vec<(String, String)>;
+
+/// `GET /metrics`.
+pub async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let registry = registry(&shared.engine());
+    let mut text = String::new();
+    match prometheus_text::encode(&mut text, &registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)], text).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("encoding metrics failed: {e}\n")).into_response(),
+    }
+}
+
+/// A registry holding a snapshot of the engine's numbers.
+pub fn registry(e: &Engine) -> Registry {
+    let mut r = Registry::with_prefix("testkeeper");
+    let requests = Family::<Labels, Counter>::default();
+    for (op, n) in &e.stats.requests_by_op {
+        requests.get_or_create(&vec![("op".into(), (*op).into())]).inc_by(*n);
+    }
+    r.register("requests", "Requests answered, by op (pings excluded)", requests);
+    r.register_with_unit(
+        "request_latency",
+        "Time the engine spent on a request, reply queued",
+        Unit::Seconds,
+        Latency(e.stats.latency.clone()),
+    );
+    let gauge = |v: usize| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+    r.register("sessions", "Live sessions", gauge(e.sessions.len()));
+    r.register("connections", "Open client connections", gauge(e.conns.len()));
+    r.register("znodes", "Znodes, system nodes included", gauge(e.state.tree.len()));
+    r.register("watches", "Registered watches", gauge(e.watches.count()));
+    r.register("ephemerals", "Ephemeral znodes", gauge(e.state.tree.ephemeral_count()));
+    r.register("zxid", "Last committed zxid", ConstGauge::new(e.state.zxid));
+    // A u64 digest does not survive a float sample value; a label carries it exactly.
+    let digest = Info::new(vec![
+        ("digest".to_string(), e.state.tree.digest().to_string()),
+        ("enabled".to_string(), e.cfg.digest_enabled.to_string()),
+    ]);
+    r.register("tree_digest", "Tree digest (Keeper V5 formula), as the digest label", digest);
+    let fired = Family::<Labels, Counter>::default();
+    for kind in Kind::ALL {
+        let n = e.faults.fired_by_kind().get(kind.name()).copied().unwrap_or(0);
+        fired.get_or_create(&vec![("kind".into(), kind.name().into())]).inc_by(n);
+    }
+    r.register("faults_fired", "Injected faults that fired, by kind", fired);
+    r.register("fault_rules", "Fault rules installed", gauge(e.faults.rules().len()));
+    r
+}
+
+/// The engine's latency histogram as a Prometheus histogram in seconds.
+#[derive(Debug)]
+struct Latency(LatencyHistogram);
+
+impl EncodeMetric for Latency {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), fmt::Error> {
+        let h = &self.0;
+        let bounds = LATENCY_BOUNDS_US.iter().map(|us| *us as f64 / 1e6).chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(h.buckets.iter().copied()).collect();
+        encoder.encode_histogram::<NoLabelSet>(h.sum_us as f64 / 1e6, h.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}

@@ -1,0 +1,97 @@
+//! The admin HTTP endpoint, ClickHouse Keeper's `http_control` layout plus fault control:
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /ready` | `{"status":"ok","details":{"role":"standalone","hasLeader":true}}` |
+//! | `GET /api/v1/commands/{word}` | the four-letter word's answer, as text |
+//! | `GET /metrics` | Prometheus text exposition (format 0.0.4) |
+//! | `POST /api/v1/faults` | body = one rule; `{"id":N}`, or 400 with the parse error |
+//! | `GET /api/v1/faults` | `{"seed":S,"rules":[...]}` with match and firing counts |
+//! | `DELETE /api/v1/faults` | removes every rule |
+//! | `DELETE /api/v1/faults/{id}` | removes one rule; 404 if there is none |
+//! | `GET /api/v1/faults/events` | `{"total":N,"events":[...]}`, the newest fired faults |
+//!
+//! Handlers lock the engine only to copy out what they answer with, never across an await.
+//!
+//! # Layout
+//! - this file: the router and [`HttpServer`] (bind, serve, stop).
+//! - `control`: `/ready` and the four-letter-word commands.
+//! - `faults`: the fault API.
+//! - `metrics`: `/metrics`.
+
+mod control;
+mod faults;
+mod metrics;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::{delete, get};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+use crate::net::Shared;
+
+/// How long a stopping server waits for in-flight requests before it aborts them.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The routes, over the server's shared state.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/ready", get(control::ready))
+        .route("/api/v1/commands/{word}", get(control::command))
+        .route("/metrics", get(metrics::metrics))
+        .route("/api/v1/faults", get(faults::list).post(faults::add).delete(faults::clear))
+        .route("/api/v1/faults/events", get(faults::events))
+        .route("/api/v1/faults/{id}", delete(faults::remove))
+        .with_state(shared)
+}
+
+/// A running HTTP endpoint.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// Binds `addr` (port 0 picks a free port) and starts serving.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start(addr: SocketAddr, shared: Arc<Shared>) -> io::Result<HttpServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let (stop, mut rx) = watch::channel(false);
+        let app = router(shared);
+        let task = tokio::spawn(async move {
+            // Stops when told, or when the sender is dropped with the `TestKeeper`.
+            let shutdown = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+                warn!(error = %e, "http endpoint failed");
+            }
+        });
+        Ok(HttpServer { addr, stop, task })
+    }
+
+    /// The bound address (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish for a moment, then ends.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(STOP_GRACE, &mut self.task).await.is_err() {
+            self.task.abort();
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The admin HTTP endpoint: fault control while a client runs, `/ready`, the four-letter-word
+//! commands, and `/metrics` as strict Prometheus text.
+
+mod faults_support;
+
+use faults_support::{connect, http, mk, start, within};
+use serde_json::Value;
+use testkeeper_server::core::flavor::Flavor;
+use testkeeper_wire::client::ClientError;
+use testkeeper_wire::ZkError;
+
+fn json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+#[tokio::test]
+async fn fault_api_while_a_client_runs() {
+    let mut tk = start(Flavor::Keeper, 7).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    assert_eq!(tk.http_addr(), Some(h));
+    let c = connect(&tk).await;
+    mk(&c, "/h").await.unwrap();
+
+    let (status, body) = http(h, "POST", "/api/v1/faults", "error:code=-4,op=getData,path=/h").await;
+    assert_eq!(status, 200, "{body}");
+    let id = json(&body)["id"].as_u64().unwrap();
+    assert_eq!(within(c.get_data("/h", false)).await.unwrap_err(), ClientError::Zk(ZkError::ConnectionLoss));
+    within(c.exists("/h", false)).await.unwrap();
+
+    let (status, body) = http(h, "GET", "/api/v1/faults", "").await;
+    assert_eq!(status, 200);
+    let list = json(&body);
+    assert_eq!(list["seed"], 7);
+    let rule = &list["rules"][0];
+    assert_eq!(
+        (rule["id"].as_u64(), rule["kind"].as_str(), rule["matched"].as_u64(), rule["fired"].as_u64()),
+        (Some(id), Some("error"), Some(1), Some(1))
+    );
+    assert_eq!(rule["rule"], "error:code=-4,op=getData,path=/h");
+
+    let (status, body) = http(h, "GET", "/api/v1/faults/events", "").await;
+    assert_eq!(status, 200);
+    let ev = &json(&body)["events"][0];
+    assert_eq!(
+        (ev["kind"].as_str(), ev["op"].as_str(), ev["path"].as_str(), ev["applied"].as_bool()),
+        (Some("error"), Some("getData"), Some("/h"), Some(false))
+    );
+    assert_eq!(ev["session"], format!("{:#x}", c.session_id()));
+
+    assert_eq!(http(h, "DELETE", &format!("/api/v1/faults/{id}"), "").await.0, 204);
+    assert_eq!(http(h, "DELETE", &format!("/api/v1/faults/{id}"), "").await.0, 404);
+    within(c.get_data("/h", false)).await.expect("the rule is gone");
+
+    let (status, body) = http(h, "POST", "/api/v1/faults", "drop-response:op=creat").await;
+    assert_eq!(status, 400);
+    assert!(body.contains("unknown op 'creat'"), "{body}");
+
+    http(h, "POST", "/api/v1/faults", "delay:ms=1,op=sync").await;
+    http(h, "POST", "/api/v1/faults", "reset:op=sync").await;
+    assert_eq!(tk.fault_rules().len(), 2);
+    assert_eq!(http(h, "DELETE", "/api/v1/faults", "").await.0, 204);
+    assert_eq!(json(&http(h, "GET", "/api/v1/faults", "").await.1)["rules"], Value::Array(vec![]));
+    within(c.sync("/h")).await.unwrap();
+    tk.shutdown().await;
+}
+
+#[tokio::test]
+async fn ready_and_commands() {
+    let mut tk = start(Flavor::Keeper, 1).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (status, body) = http(h, "GET", "/ready", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(json(&body), json(r#"{"status":"ok","details":{"role":"standalone","hasLeader":true}}"#));
+    assert_eq!(http(h, "GET", "/api/v1/commands/ruok", "").await, (200, "imok".to_string()));
+    let (status, mntr) = http(h, "GET", "/api/v1/commands/mntr", "").await;
+    assert!(status == 200 && mntr.contains("zk_znode_count\t"), "{mntr}");
+    assert_eq!(http(h, "GET", "/api/v1/commands/nope", "").await.0, 404);
+    // Keeper's default allow list leaves out `dump`.
+    assert_eq!(http(h, "GET", "/api/v1/commands/dump", "").await.0, 403);
+}
+
+/// Checks every line against the text exposition format: `# HELP`/`# TYPE` comments, or
+/// `name{label="value",...} value` with a valid metric name and a float value.
+fn check_exposition_format(text: &str) {
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars()
+                .enumerate()
+                .all(|(i, ch)| ch == '_' || ch == ':' || ch.is_ascii_alphabetic() || (i > 0 && ch.is_ascii_digit()))
+    };
+    assert!(text.ends_with('\n'), "exposition ends with a newline");
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut parts = rest.splitn(3, ' ');
+            let (kw, name, tail) = (parts.next().unwrap(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            assert!(kw == "HELP" || kw == "TYPE", "bad comment: {line}");
+            assert!(name_ok(name), "bad name in: {line}");
+            if kw == "TYPE" {
+                assert!(["counter", "gauge", "histogram", "summary", "untyped"].contains(&tail), "bad type: {line}");
+            }
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("no value: {line}"));
+        assert!(value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value), "bad value: {line}");
+        let (name, labels) = series.split_once('{').map_or((series, None), |(n, l)| (n, Some(l)));
+        assert!(name_ok(name), "bad metric name: {line}");
+        if let Some(labels) = labels {
+            let labels = labels.strip_suffix('}').unwrap_or_else(|| panic!("unclosed labels: {line}"));
+            for pair in labels.split("\",").filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once("=\"").unwrap_or_else(|| panic!("bad label in: {line}"));
+                assert!(name_ok(k) && !v.trim_end_matches('"').contains('"'), "bad label {pair:?} in: {line}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn metrics_are_prometheus_text() {
+    let mut tk = start(Flavor::Keeper, 1).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let c = connect(&tk).await;
+    mk(&c, "/m").await.unwrap();
+    within(c.get_data("/m", true)).await.unwrap();
+    tk.fail_next("op=exists", -4).unwrap();
+    let _ = within(c.exists("/m", false)).await;
+
+    let (status, text) = http(h, "GET", "/metrics", "").await;
+    assert_eq!(status, 200);
+    check_exposition_format(&text);
+    let scrape =
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses as Prometheus text");
+    let sample = |name: &str, label: Option<(&str, &str)>| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => *v,
+                other => panic!("{name} is not a plain value: {other:?}"),
+            })
+            .unwrap_or_else(|| panic!("no sample {name} {label:?} in:\n{text}"))
+    };
+    assert_eq!(sample("testkeeper_requests_total", Some(("op", "create"))), 1.0);
+    assert_eq!(sample("testkeeper_requests_total", Some(("op", "getData"))), 1.0);
+    assert_eq!(sample("testkeeper_faults_fired_total", Some(("kind", "error"))), 1.0);
+    assert_eq!(sample("testkeeper_faults_fired_total", Some(("kind", "reset"))), 0.0);
+    assert_eq!(sample("testkeeper_sessions", None), 1.0);
+    assert_eq!(sample("testkeeper_watches", None), 1.0);
+    assert_eq!(sample("testkeeper_ephemerals", None), 0.0);
+    assert_eq!(sample("testkeeper_znodes", None), tk.node_count() as f64);
+    let digest = scrape.samples.iter().find(|s| s.metric == "testkeeper_tree_digest_info").expect("digest info");
+    assert_eq!(digest.labels.get("digest"), Some(tk.digest().to_string().as_str()));
+    let latency =
+        scrape.samples.iter().find(|s| s.metric == "testkeeper_request_latency_seconds").expect("latency histogram");
+    match &latency.value {
+        prometheus_parse::Value::Histogram(buckets) => {
+            assert_eq!(buckets.last().map(|b| b.count), Some(2.0))
+        }
+        other => panic!("latency is not a histogram: {other:?}"),
+    }
+}

@@ -1,0 +1,32 @@
+//! Test support for testkeeper's external-peer integration tests.
+//!
+//! The integration tests in `tests/tests/*.rs` check testkeeper against real
+//! third-party software: Debian's Apache ZooKeeper 3.8 as the reference
+//! server, kazoo's own test suite, and the Java (`zkCli.sh`) and C (`cli_mt`)
+//! command-line clients. This library holds what they share:
+//!
+//! * [`env`]: where things live (repo, venv, `testkeeper` binary) and the
+//!   skip-or-fail policy for missing external prerequisites;
+//! * [`net`]: free loopback ports and four-letter-word queries;
+//! * [`process`]: child processes that are killed by PID and reaped on drop,
+//!   and commands run with a bounded wait;
+//! * [`zookeeper`]: a throwaway standalone ZooKeeper server;
+//! * [`testkeeper`]: a throwaway `testkeeper serve` process;
+//! * [`kazoo`]: running kazoo's shipped test suite against a server;
+//! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server.
+//!
+//! It never links the other workspace crates: the point is to exercise the
+//! binary over the wire, the way real clients do.
+
+pub mod clis;
+pub mod env;
+pub mod kazoo;
+pub mod net;
+pub mod process;
+pub mod testkeeper;
+pub mod zookeeper;
+
+pub use env::{external_prereq, repo_root, testkeeper_bin, venv_python};
+pub use net::{four_letter_word, free_port};
+pub use testkeeper::TestkeeperProcess;
+pub use zookeeper::{ZooKeeperConfig, ZooKeeperProcess};

@@ -1,0 +1,444 @@
+//! Debian's clickhouse-server 18.16 on testkeeper.
+//!
+//! Each test starts a ZooKeeper-protocol server, a logging proxy in front of
+//! it, and a clickhouse-server in the foreground with its own config
+//! (`tests/clickhouse/server18.xml`: data under a temp dir, free loopback
+//! ports, a one-shard cluster pointing at itself), then runs through
+//! `clickhouse-client`:
+//!
+//! * ReplicatedMergeTree (old syntax) INSERT, the identical INSERT again
+//!   (deduplicated by its block hash: the count stays), another INSERT,
+//!   OPTIMIZE FINAL (one part left), ALTER ADD COLUMN;
+//! * CREATE TABLE / DROP TABLE ... ON CLUSTER through the distributed DDL
+//!   queue;
+//! * `SELECT ... FROM system.zookeeper WHERE path = ...`.
+//!
+//! Results are checked through ClickHouse and through the server's tree
+//! (dumped with kazoo while ClickHouse runs, and again after it shut down
+//! and its session closed). Apache ZooKeeper 3.8 runs the same workload as
+//! the reference; the normalized znode trees must be equal.
+//!
+//! Prerequisites (scripts/install-test-deps.sh): Debian's clickhouse-server
+//! and clickhouse-client, the venv with kazoo, Debian's ZooKeeper for the
+//! reference. Missing ones skip, or fail under TESTKEEPER_REQUIRE_EXTERNAL=1.
+
+#[path = "../clickhouse/common.rs"]
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{children, dump_tree, find, secs, tree_diff, venv_has, Target, WireLog, ZNode};
+use tempfile::TempDir;
+use testkeeper_tests::env::{external_prereq, zookeeper_installed};
+use testkeeper_tests::free_port;
+use testkeeper_tests::process::{run_bounded, ServerChild};
+
+const CLICKHOUSE_SERVER: &str = "/usr/sbin/clickhouse-server";
+const CLICKHOUSE_CLIENT: &str = "/usr/bin/clickhouse-client";
+/// Upper bound for one query, however stuck ClickHouse or the server is.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Upper bound for the whole workload (it takes about 3 s when healthy).
+const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(150);
+/// ON CLUSTER waits this long for the DDL queue (ClickHouse's default: 180).
+const DDL_TIMEOUT_SECS: u32 = 30;
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn prereqs() -> bool {
+    external_prereq(
+        "Debian clickhouse-server and clickhouse-client 18.16",
+        Path::new(CLICKHOUSE_SERVER).is_file() && Path::new(CLICKHOUSE_CLIENT).is_file(),
+    ) && external_prereq("Python venv with kazoo (scripts/install-test-deps.sh)", venv_has(&["kazoo"]))
+}
+
+/// A clickhouse-server in the foreground, SIGTERMed (then SIGKILLed) by PID.
+struct ClickHouseServer {
+    // Dropped first: ServerChild SIGKILLs exactly its PID and reaps it
+    // before the directory goes away.
+    server: Option<ServerChild>,
+    tcp_port: u16,
+    dir: TempDir,
+}
+
+impl ClickHouseServer {
+    /// Starts it against a ZooKeeper-protocol server on `zk_port`.
+    fn start(zk_port: u16) -> Self {
+        let dir = tempfile::Builder::new().prefix("testkeeper-ch18-").tempdir().expect("temp dir");
+        let template = std::fs::read_to_string(common::script("server18.xml")).expect("server18.xml");
+        let mut last_err = String::new();
+        // A port from free_port can be taken before the server binds it.
+        for _attempt in 0..3 {
+            let tcp_port = free_port();
+            let config = template
+                .replace("@DIR@", &dir.path().display().to_string())
+                .replace("@TCP_PORT@", &tcp_port.to_string())
+                .replace("@HTTP_PORT@", &free_port().to_string())
+                .replace("@INTERSERVER_PORT@", &free_port().to_string())
+                .replace("@ZK_PORT@", &zk_port.to_string());
+            let config_path = dir.path().join("config.xml");
+            std::fs::write(&config_path, config).expect("writing config.xml");
+            let log = dir.path().join("stdout.log");
+            let mut cmd = Command::new(CLICKHOUSE_SERVER);
+            cmd.arg(format!("--config-file={}", config_path.display())).current_dir(dir.path());
+            let mut server =
+                ServerChild::spawn("clickhouse-server", &mut cmd, &log).expect("spawning clickhouse-server");
+            let deadline = Instant::now() + STARTUP_TIMEOUT;
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, tcp_port));
+            loop {
+                if server.exited().is_some() {
+                    last_err = format!(
+                        "clickhouse-server did not start: {}\nserver.err.log:\n{}",
+                        server.describe(20),
+                        testkeeper_tests::process::tail_lines(&dir.path().join("log/server.err.log"), 20)
+                    );
+                    break;
+                }
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                    return Self { server: Some(server), tcp_port, dir };
+                }
+                if Instant::now() >= deadline {
+                    panic!(
+                        "clickhouse-server did not listen on {addr} within {STARTUP_TIMEOUT:?}: {}",
+                        server.describe(20)
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if !last_err.contains("Address already in use") {
+                break;
+            }
+        }
+        panic!("{last_err}");
+    }
+
+    /// Runs one query through clickhouse-client, killed after `timeout`;
+    /// `Err` holds its message.
+    fn query(&self, sql: &str, timeout: Duration) -> Result<String, String> {
+        let mut cmd = Command::new(CLICKHOUSE_CLIENT);
+        cmd.args(["--host", "127.0.0.1", "--port"])
+            .arg(self.tcp_port.to_string())
+            .arg(format!("--distributed_ddl_task_timeout={DDL_TIMEOUT_SECS}"))
+            .arg("--query")
+            .arg(sql);
+        let out = run_bounded(&mut cmd, b"", timeout).map_err(|e| e.to_string())?;
+        if out.success() {
+            Ok(out.stdout.trim_end().to_string())
+        } else if out.timed_out() {
+            Err(format!("timed out after {timeout:?}"))
+        } else {
+            Err(out.combined().trim().to_string())
+        }
+    }
+
+    /// The last `n` lines of ClickHouse's error log, stack frames left out.
+    fn err_log(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("log/server.err.log")).unwrap_or_default();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                let frame = l
+                    .split_once(". ")
+                    .is_some_and(|(num, _)| !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()));
+                !frame && !l.trim().is_empty()
+            })
+            .collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// The exit status if clickhouse-server has died (it crashes, for one,
+    /// on ON CLUSTER without a working ZooKeeper).
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.server.as_mut().and_then(|s| s.exited())
+    }
+
+    /// SIGTERM and wait for a clean exit (tables shut down, their ephemeral
+    /// znodes deleted); SIGKILL if it does not come. Returns the time taken.
+    fn shutdown(&mut self) -> Duration {
+        let started = Instant::now();
+        let Some(mut server) = self.server.take() else {
+            return Duration::ZERO;
+        };
+        let _ = Command::new("kill").args(["-TERM", &server.pid().to_string()]).status();
+        while server.exited().is_none() && started.elapsed() < SHUTDOWN_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(server); // SIGKILL if still running, and reap
+        started.elapsed()
+    }
+}
+
+/// What one workload run observed.
+struct ServerRun {
+    label: String,
+    /// Step name to query result (`Err`: the client's error message).
+    results: Vec<(&'static str, Result<String, String>)>,
+    /// The tree while ClickHouse ran, and after it shut down.
+    live: Vec<ZNode>,
+    after: Vec<ZNode>,
+    tcp_port: u16,
+    op_errors: std::collections::BTreeSet<(String, String)>,
+}
+
+impl ServerRun {
+    fn result(&self, name: &str) -> &Result<String, String> {
+        &self.results.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no step {name}")).1
+    }
+}
+
+const RMT: &str = "/clickhouse/tables/01/rmt";
+
+/// The workload, step by step; `{replica}` and `{shard}` come from macros.
+const STEPS: &[(&str, &str)] = &[
+    (
+        "create",
+        "CREATE TABLE rmt (d Date, k UInt64, v String) \
+        ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/rmt', '{replica}', d, k, 8192)",
+    ),
+    ("insert1", "INSERT INTO rmt VALUES ('2024-01-01', 1, 'a'), ('2024-01-01', 2, 'b')"),
+    ("insert_dup", "INSERT INTO rmt VALUES ('2024-01-01', 1, 'a'), ('2024-01-01', 2, 'b')"),
+    ("count_after_dup", "SELECT count() FROM rmt"),
+    ("insert2", "INSERT INTO rmt VALUES ('2024-01-02', 3, 'c')"),
+    ("parts_before_optimize", "SELECT count() FROM system.parts WHERE table = 'rmt' AND active"),
+    ("optimize", "OPTIMIZE TABLE rmt FINAL"),
+    ("parts_after_optimize", "SELECT count() FROM system.parts WHERE table = 'rmt' AND active"),
+    ("add_column", "ALTER TABLE rmt ADD COLUMN w UInt32 DEFAULT 7"),
+    ("select_all", "SELECT k, v, w FROM rmt ORDER BY k"),
+    (
+        "replica_status",
+        "SELECT is_readonly, is_session_expired, total_replicas, active_replicas \
+        FROM system.replicas WHERE table = 'rmt'",
+    ),
+    (
+        "create_on_cluster",
+        "CREATE TABLE oc ON CLUSTER tk_cluster (d Date, k UInt64) \
+        ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/oc', '{replica}', d, k, 8192)",
+    ),
+    ("insert_oc", "INSERT INTO oc VALUES ('2024-01-01', 5)"),
+    ("count_oc", "SELECT count() FROM oc"),
+    ("drop_on_cluster", "DROP TABLE oc ON CLUSTER tk_cluster"),
+    ("oc_gone", "SELECT count() FROM system.tables WHERE name = 'oc'"),
+    (
+        "zk_replica",
+        "SELECT name FROM system.zookeeper \
+        WHERE path = '/clickhouse/tables/01/rmt/replicas/r1' ORDER BY name",
+    ),
+    (
+        "zk_blocks",
+        "SELECT name, value FROM system.zookeeper \
+        WHERE path = '/clickhouse/tables/01/rmt/blocks' ORDER BY value",
+    ),
+    (
+        "zk_ddl",
+        "SELECT name FROM system.zookeeper \
+        WHERE path = '/clickhouse/task_queue/ddl' ORDER BY name",
+    ),
+    (
+        "zk_log_pointer",
+        "SELECT value FROM system.zookeeper \
+        WHERE path = '/clickhouse/tables/01/rmt/replicas/r1' AND name = 'log_pointer'",
+    ),
+];
+
+fn run_workload(label: &str, target: &Target) -> ServerRun {
+    let started = Instant::now();
+    let wire_dir = tempfile::Builder::new().prefix("testkeeper-ch18-wire-").tempdir().expect("temp dir");
+    let wire = WireLog::start(&target.connect_string(), wire_dir.path(), "wire");
+    let mut ch = ClickHouseServer::start(wire.port());
+    let ready = secs(started);
+    let mut results = Vec::new();
+    let deadline = Instant::now() + WORKLOAD_TIMEOUT;
+    for (name, sql) in STEPS {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            results.push((*name, Err(format!("not run: the workload took over {WORKLOAD_TIMEOUT:?}"))));
+            break;
+        }
+        let result = ch.query(sql, left.min(QUERY_TIMEOUT));
+        let failed = result.is_err();
+        results.push((*name, result));
+        if failed {
+            if let Some(status) = ch.exited() {
+                // No point in sending the rest to a dead server.
+                results.push(("(server)", Err(format!("clickhouse-server {status}"))));
+                break;
+            }
+        }
+    }
+    let workload = secs(started);
+    // The only per-run value in paths: the DDL queue's host:port entries.
+    let host_port = format!("127%2E0%2E0%2E1:{}", ch.tcp_port);
+    let masks = [(host_port.as_str(), "host:tcp_port")];
+    let live = dump_tree(&target.connect_string(), &masks).unwrap_or_else(|e| panic!("[{label}] {e}"));
+    let failures: Vec<_> = results.iter().filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}"))).collect();
+    let err_log = ch.err_log(15);
+    let stop = ch.shutdown();
+    let after = dump_tree(&target.connect_string(), &masks).unwrap_or_else(|e| panic!("[{label}] {e}"));
+    eprintln!(
+        "[{label}] clickhouse-server ready {ready}, workload done {workload}, shutdown {:.1}s, total {}; requests seen:\n{}",
+        stop.as_secs_f64(),
+        secs(started),
+        wire.summary()
+    );
+    if !failures.is_empty() {
+        panic!(
+            "[{label}] queries failed:\n  {}\nclickhouse-server err log:\n{err_log}\nserver log tail:\n{}",
+            failures.join("\n  "),
+            target.log_tail(20)
+        );
+    }
+    ServerRun { label: label.to_string(), results, live, after, tcp_port: ch.tcp_port, op_errors: wire.op_errors() }
+}
+
+/// What every server must produce, real ZooKeeper included.
+fn assert_workload(run: &ServerRun) {
+    let label = &run.label;
+    let expect = |name: &str, want: &str| {
+        assert_eq!(run.result(name).as_deref(), Ok(want), "[{label}] step {name}");
+    };
+    // The repeated INSERT is deduplicated: same block hash, no new rows.
+    expect("count_after_dup", "2");
+    expect("parts_before_optimize", "2");
+    expect("parts_after_optimize", "1");
+    expect("select_all", "1\ta\t7\n2\tb\t7\n3\tc\t7");
+    expect("replica_status", "0\t0\t1\t1");
+    // ON CLUSTER answers one status row per host: host, port, status 0.
+    let on_cluster = format!("127.0.0.1\t{}\t0\t\t0\t0", run.tcp_port);
+    expect("create_on_cluster", &on_cluster);
+    expect("drop_on_cluster", &on_cluster);
+    expect("count_oc", "1");
+    expect("oc_gone", "0");
+    expect(
+        "zk_replica",
+        "columns\nflags\nhost\nis_active\nis_lost\nlog_pointer\nmax_processed_insert_time\n\
+         metadata\nmin_unprocessed_insert_time\nmutation_pointer\nparts\nqueue",
+    );
+    expect("zk_ddl", "query-0000000000\nquery-0000000001");
+    // Three log entries: two inserted parts and the merge.
+    expect("zk_log_pointer", "3");
+
+    // The same facts from the server's own tree.
+    let tree = &run.live;
+    let blocks = children(tree, &format!("{RMT}/blocks"));
+    assert_eq!(blocks.len(), 2, "[{label}] dedup block hashes: {blocks:?}");
+    let ch_blocks = run.result("zk_blocks").as_deref().unwrap_or_default();
+    for b in &blocks {
+        assert!(ch_blocks.contains(b), "[{label}] system.zookeeper blocks {ch_blocks:?} lack {b}");
+    }
+    let columns = find(tree, &format!("{RMT}/columns")).expect("columns znode");
+    assert!(columns.data.contains("`w` UInt32"), "[{label}] {:?}", columns.data);
+    let active = find(tree, &format!("{RMT}/replicas/r1/is_active")).expect("is_active");
+    assert!(active.ephemeral, "[{label}] is_active must be ephemeral");
+    assert!(
+        children(tree, &format!("{RMT}/log")).len() == 3,
+        "[{label}] replication log: {:?}",
+        children(tree, &format!("{RMT}/log"))
+    );
+    assert!(
+        find(tree, "/clickhouse/tables/01/oc")
+            .is_none_or(|_| children(tree, "/clickhouse/tables/01/oc/replicas").is_empty()),
+        "[{label}] DROP ... ON CLUSTER left the replica of oc behind"
+    );
+    for q in ["query-0000000000", "query-0000000001"] {
+        let finished = children(tree, &format!("/clickhouse/task_queue/ddl/{q}/finished"));
+        assert_eq!(
+            finished,
+            vec![format!("127%2E0%2E0%2E1:{}", run.tcp_port).as_str()],
+            "[{label}] DDL {q} finished by"
+        );
+    }
+    // A clean shutdown deletes is_active and the leader election node
+    // (18.16 never sends closeSession; its ephemerals go by delete).
+    let ephemerals: Vec<_> = run.after.iter().filter(|n| n.ephemeral).map(|n| &n.path).collect();
+    assert!(ephemerals.is_empty(), "[{label}] ephemerals after shutdown: {ephemerals:?}");
+}
+
+fn assert_matches_zookeeper(run: &ServerRun, zk: &ServerRun) {
+    for (when, ours, theirs) in [("while running", &run.live, &zk.live), ("after shutdown", &run.after, &zk.after)] {
+        let diff = tree_diff(ours, theirs);
+        assert!(
+            diff.is_empty(),
+            "[{}] znodes {when} differ from Apache ZooKeeper's:\n  {}",
+            run.label,
+            diff.join("\n  ")
+        );
+    }
+}
+
+/// The testkeeper configurations ClickHouse runs against.
+const VARIANTS: &[(&str, &[&str])] =
+    &[("keeper", &["--flavor", "keeper"]), ("zookeeper-flavor", &["--flavor", "zookeeper"])];
+
+/// One test runs everything, concurrently, so that the ZooKeeper reference
+/// run is made once whatever the test runner (nextest runs each test in a
+/// process of its own), and reports every failure, not just the first.
+#[test]
+fn clickhouse_server_on_testkeeper_and_zookeeper() {
+    if !prereqs() {
+        return;
+    }
+    common::assert_testkeeper_built();
+    let with_zk =
+        external_prereq("Debian ZooKeeper (zookeeper package + java) for the reference run", zookeeper_installed());
+    let started = Instant::now();
+    let (zk, runs) = std::thread::scope(|s| {
+        let zk = with_zk.then(|| {
+            s.spawn(|| {
+                let target = Target::zookeeper();
+                run_workload("zookeeper-3.8", &target)
+            })
+        });
+        let handles: Vec<_> = VARIANTS
+            .iter()
+            .map(|(label, args)| {
+                s.spawn(move || {
+                    let target = Target::testkeeper(args);
+                    run_workload(label, &target)
+                })
+            })
+            .collect();
+        let zk = zk.map(|h| h.join().map_err(common::panic_message));
+        let runs: Vec<_> = handles.into_iter().map(|h| h.join().map_err(common::panic_message)).collect();
+        (zk, runs)
+    });
+
+    let mut failures = Vec::new();
+    let zk = match zk {
+        Some(Ok(zk)) => {
+            failures.extend(common::check(|| assert_workload(&zk)).err());
+            Some(zk)
+        }
+        Some(Err(e)) => {
+            failures.push(e); // the message names the run
+            None
+        }
+        None => None,
+    };
+    for ((label, _), run) in VARIANTS.iter().zip(runs) {
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                failures.push(e); // the message names the run
+                continue;
+            }
+        };
+        failures.extend(common::check(|| assert_workload(&run)).err());
+        if let Some(zk) = &zk {
+            failures.extend(common::check(|| assert_matches_zookeeper(&run, zk)).err());
+            // Informational: 18.16's background threads (cleanup, merge
+            // selection) make some requests timing-dependent.
+            let only_tk: Vec<_> = run.op_errors.difference(&zk.op_errors).collect();
+            let only_zk: Vec<_> = zk.op_errors.difference(&run.op_errors).collect();
+            if !only_tk.is_empty() || !only_zk.is_empty() {
+                eprintln!(
+                    "[{label}] (op, error) pairs differing from ZooKeeper's: \
+                     only testkeeper {only_tk:?}, only ZooKeeper {only_zk:?}"
+                );
+            }
+        }
+    }
+    eprintln!("clickhouse-server runs done in {}", secs(started));
+    assert!(failures.is_empty(), "{} failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+}

@@ -1,0 +1,130 @@
+//! kazoo's own test suite as a compatibility oracle.
+//!
+//! Runs kazoo's shipped tests (see tests/kazoo/run_kazoo_suite.py) against
+//! real Apache ZooKeeper and against `testkeeper serve --flavor zookeeper`,
+//! and fails on every test that passes on ZooKeeper but not on testkeeper.
+//! Comparing against a live ZooKeeper run, rather than a stored list, keeps
+//! the oracle honest about kazoo's own flaky or environment-bound tests.
+//!
+//! Result files: `target/tmp/kazoo-suite/<label>.{json,log}` (per-test
+//! outcomes, and pytest's output with tracebacks).
+
+use std::path::PathBuf;
+
+use testkeeper_tests::env::{kazoo_venv_ready, testkeeper_bin, zookeeper_installed};
+use testkeeper_tests::kazoo::{failure_excerpt, regressions, run_suite, SuiteRun};
+use testkeeper_tests::{TestkeeperProcess, ZooKeeperProcess};
+
+/// Fewer passes than this against real ZooKeeper means the harness broke
+/// (e.g. a kazoo upgrade changed its internals), not that ZooKeeper did.
+/// kazoo 2.11.0 passes 304.
+const MIN_BASELINE_PASSES: usize = 250;
+
+/// How many regressions get their pytest traceback quoted in the failure.
+const MAX_EXCERPTS: usize = 10;
+
+fn out_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kazoo-suite")
+}
+
+fn check_prereqs() -> bool {
+    testkeeper_tests::env::external_prereq("Debian ZooKeeper (zookeeper package + java)", zookeeper_installed())
+        && testkeeper_tests::env::external_prereq(
+            "Python venv with kazoo, pytest, pytest-timeout, objgraph",
+            kazoo_venv_ready(),
+        )
+}
+
+fn assert_healthy_baseline(zk: &SuiteRun) {
+    let passed = zk.count("passed");
+    assert!(
+        passed >= MIN_BASELINE_PASSES && !zk.killed,
+        "kazoo suite against real ZooKeeper looks broken ({}); expected >= {MIN_BASELINE_PASSES} passes. \
+         See {}",
+        zk.summary(),
+        zk.log.display()
+    );
+}
+
+/// The baseline alone: proves the runner and ZooKeeper setup work, and keeps
+/// doing so even while testkeeper itself is failing.
+#[test]
+fn kazoo_suite_passes_against_real_zookeeper() {
+    if !check_prereqs() {
+        return;
+    }
+    let server = ZooKeeperProcess::start();
+    let zk = run_suite("zookeeper-baseline", &server.connect_string(), &out_dir(), None)
+        .unwrap_or_else(|e| panic!("{e}\nZooKeeper log tail:\n{}", server.log_tail(20)));
+    eprintln!("{}", zk.summary());
+    for id in zk.with_outcome("failed").iter().chain(&zk.with_outcome("error")).chain(&zk.with_outcome("timeout")) {
+        eprintln!("  not passing on ZooKeeper: {id} ({})", zk.outcomes[*id]);
+    }
+    assert_healthy_baseline(&zk);
+}
+
+/// Every kazoo test that passes against ZooKeeper must pass against
+/// testkeeper's zookeeper flavor. Both suites run concurrently: the suite is
+/// mostly sleeps and waits, so this halves the wall time at little cost.
+#[test]
+fn kazoo_suite_testkeeper_matches_zookeeper() {
+    if !check_prereqs() {
+        return;
+    }
+    // Our own binary is not an external prerequisite: missing means broken.
+    let bin = testkeeper_bin();
+    assert!(
+        bin.is_file(),
+        "testkeeper binary not found at {}: build it with `cargo build -p testkeeper` \
+         (`make test` does) or set TESTKEEPER_BIN",
+        bin.display()
+    );
+    let zk_server = ZooKeeperProcess::start();
+    let tk_server = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
+    let dir = out_dir();
+
+    let (zk, tk) = std::thread::scope(|s| {
+        let zk = s.spawn(|| run_suite("zookeeper", &zk_server.connect_string(), &dir, None));
+        let tk = s.spawn(|| run_suite("testkeeper-zookeeper", &tk_server.connect_string(), &dir, None));
+        (zk.join().expect("zookeeper suite thread"), tk.join().expect("testkeeper suite thread"))
+    });
+    let zk = zk.unwrap_or_else(|e| panic!("{e}"));
+    let tk = tk.unwrap_or_else(|e| panic!("{e}\ntestkeeper log tail:\n{}", tk_server.log_tail(30)));
+    eprintln!("{}\n{}", zk.summary(), tk.summary());
+    assert_healthy_baseline(&zk);
+
+    let fixed: Vec<&str> = tk
+        .with_outcome("passed")
+        .into_iter()
+        .filter(|id| zk.outcomes.get(*id).is_some_and(|o| o != "passed"))
+        .collect();
+    if !fixed.is_empty() {
+        eprintln!("passing on testkeeper but not on ZooKeeper (informational): {fixed:?}");
+    }
+
+    let regressed = regressions(&zk, &tk);
+    if !regressed.is_empty() {
+        let mut report = format!(
+            "{} kazoo test(s) pass against ZooKeeper but not against testkeeper --flavor zookeeper:\n",
+            regressed.len()
+        );
+        for (id, outcome) in &regressed {
+            report.push_str(&format!("  {id}: {outcome}\n"));
+        }
+        // The first few failures' pytest output, so the cause is right here.
+        for (id, _) in regressed.iter().take(MAX_EXCERPTS) {
+            if let Some(excerpt) = failure_excerpt(&tk, id, 12) {
+                report.push_str(&format!("--- {id}\n{excerpt}\n"));
+            }
+        }
+        report.push_str(&format!(
+            "full pytest output: {}\n\
+             rerun a subset: TESTKEEPER_KAZOO_FILTER='<pytest -k expr>' \
+             cargo nextest run -p testkeeper-tests --test kazoo_suite\n\
+             testkeeper log tail:\n{}",
+            tk.log.display(),
+            tk_server.log_tail(10)
+        ));
+        panic!("{report}");
+    }
+}
