@@ -25,6 +25,8 @@ pub mod watches;
 #[cfg(test)]
 mod digest_props;
 #[cfg(test)]
+mod digest_vectors;
+#[cfg(test)]
 mod semantics_tests;
 #[cfg(test)]
 pub(crate) mod testutil;
