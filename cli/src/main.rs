@@ -1,6 +1,9 @@
 //! `testkeeper`: one binary with subcommands. `serve` runs the server.
 
+mod bench;
+mod conform;
 mod digest;
+mod publish;
 mod serve;
 
 use std::process::ExitCode;
@@ -22,6 +25,12 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Walk a server's tree and print its Keeper digest and a server-independent content digest.
     Digest(digest::DigestArgs),
+    /// Run an ADR 0067 publication (or, with --chaos, the fault sweep) and report it.
+    Publish(publish::PublishArgs),
+    /// Load a server (or two, side by side) and report ops/s, latency quantiles and ratios.
+    Bench(bench::BenchArgs),
+    /// Run the conformance suite against a server; diff with a reference or a golden transcript.
+    Conform(conform::ConformArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +50,9 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Digest(args) => digest::run(args).await,
+            Command::Publish(args) => publish::run(args).await,
+            Command::Bench(args) => bench::run(args).await,
+            Command::Conform(args) => conform::run(args).await,
         }
     });
     match result {

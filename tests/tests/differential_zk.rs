@@ -13,12 +13,13 @@ use rand_chacha::ChaCha8Rng;
 use testkeeper_tests::env::zookeeper_installed;
 use testkeeper_tests::{require_external, TestkeeperProcess, ZooKeeperProcess};
 use testkeeper_wire::client::{Client, ConnectOptions, Event};
-use testkeeper_wire::records::acl::SetAclRequest;
+use testkeeper_wire::records::acl::{GetAclRequest, SetAclRequest};
 use testkeeper_wire::records::children::GetChildrenRequest;
 use testkeeper_wire::records::create::CreateRequest;
 use testkeeper_wire::records::data::{
-    CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, SetDataRequest,
+    CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
 };
+use testkeeper_wire::records::watches::AddWatchRequest;
 use testkeeper_wire::{Acl, CreateOp, MultiResult, OpCode, Request, Response, Stat};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -38,7 +39,7 @@ fn random_request(rng: &mut ChaCha8Rng, in_multi: bool) -> Request {
     // A standalone check is left out: ZooKeeper 3.8 never answers a successful one (see
     // docs/flavors.md), so it only appears inside multis.
     let choice = loop {
-        let c = rng.gen_range(0..if in_multi { 4 } else { 11 });
+        let c = rng.gen_range(0..if in_multi { 4 } else { 14 });
         if in_multi || c != 3 {
             break c;
         }
@@ -61,7 +62,22 @@ fn random_request(rng: &mut ChaCha8Rng, in_multi: bool) -> Request {
             acl: if rng.gen_bool(0.5) { Acl::open() } else { Acl::read_only() },
             version,
         }),
-        _ => Request::Multi((0..rng.gen_range(0..4)).map(|_| random_request(rng, true)).collect()),
+        9 => Request::Multi((0..rng.gen_range(0..4)).map(|_| random_request(rng, true)).collect()),
+        10 => Request::GetAcl(GetAclRequest { path }),
+        11 => Request::AddWatch(AddWatchRequest { path, mode: rng.gen_range(0..2) }),
+        12 => Request::Sync(PathRecord { path }),
+        _ => Request::MultiRead(
+            (0..rng.gen_range(1..4))
+                .map(|_| {
+                    let path = PATHS[rng.gen_range(0..PATHS.len())].to_string();
+                    if rng.gen_bool(0.5) {
+                        Request::GetData(GetDataRequest { path, watch: false })
+                    } else {
+                        Request::GetChildren(GetChildrenRequest { path, watch: false })
+                    }
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -90,17 +106,8 @@ impl Side {
             None => "other-session".to_string(),
         };
         format!(
-            "czxid={} mzxid={} pzxid={} same_time={} v={} cv={} av={} owner={} len={} kids={}",
-            s.czxid,
-            s.mzxid,
-            s.pzxid,
-            s.ctime == s.mtime,
-            s.version,
-            s.cversion,
-            s.aversion,
-            owner,
-            s.data_length,
-            s.num_children
+            "czxid={} mzxid={} pzxid={} v={} cv={} av={} owner={} len={} kids={}",
+            s.czxid, s.mzxid, s.pzxid, s.version, s.cversion, s.aversion, owner, s.data_length, s.num_children
         )
     }
 
@@ -111,6 +118,7 @@ impl Side {
                 format!("data={:?} [{}]", data.as_deref().map(String::from_utf8_lossy), self.norm_stat(stat))
             }
             Response::Children(c) => format!("children={:?}", sorted(c)),
+            Response::Acl { acl, stat } => format!("acl={acl:?} [{}]", self.norm_stat(stat)),
             Response::Children2 { children, stat } => {
                 format!("children={:?} [{}]", sorted(children), self.norm_stat(stat))
             }
@@ -208,6 +216,13 @@ fn random_ops_match_zookeeper_3_8() {
         // because every round runs the same sequence on both.
         let want = rt.block_on(transcript(zk.addr(), seed, 300));
         let got = rt.block_on(transcript(tk.addr(), seed, 300));
+        if want != got {
+            // Keep both transcripts for the post-mortem.
+            let dir = testkeeper_tests::repo_root().join("target/tmp");
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::write(dir.join(format!("differential-{seed}-zookeeper.txt")), want.join("\n"));
+            let _ = std::fs::write(dir.join(format!("differential-{seed}-testkeeper.txt")), got.join("\n"));
+        }
         for (w, g) in want.iter().zip(&got) {
             assert_eq!(g, w, "testkeeper (left) differs from ZooKeeper 3.8 (right); seed {seed}");
         }

@@ -80,6 +80,11 @@ pub struct Rules {
     /// Null data (a -1 buffer) is stored and returned as null (ZooKeeper) or as empty (Keeper
     /// reads every buffer into a string).
     pub preserve_null_data: bool,
+    /// ZooKeeper keeps one watch mode per (session, path) in each of its data and child watch
+    /// tables, so a later one-shot watch on a path downgrades a persistent one there, and
+    /// addWatch upgrades a one-shot (WatchManager.watcherModeManager, measured). Keeper keeps
+    /// separate tables, so the kinds coexist.
+    pub watch_mode_overwrites: bool,
     /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
     pub set_watches_reply_first: bool,
 }
@@ -108,6 +113,7 @@ impl Rules {
                 set_watches_child_change_is_data_changed: true,
                 set_watches_reply_first: true,
                 preserve_null_data: false,
+                watch_mode_overwrites: false,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -128,6 +134,7 @@ impl Rules {
                 set_watches_child_change_is_data_changed: false,
                 set_watches_reply_first: false,
                 preserve_null_data: true,
+                watch_mode_overwrites: true,
             },
         }
     }

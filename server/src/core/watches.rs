@@ -1,10 +1,10 @@
-//! The watch table: one-shot data/exist and child watches, persistent and persistent-recursive
-//! watches, and how a change fires them, following ZooKeeper's `WatchManager` (a data trigger,
-//! then a child trigger that skips sessions already told, one event per session per trigger).
-//!
-//! Watches are per server, not replicated state: they live beside the state machine.
+//! The watch table, modelled on ZooKeeper's two `WatchManager`s: a data table (getData/exists
+//! one-shot watches, persistent and persistent-recursive watches) and a child table
+//! (getChildren one-shot watches and persistent watches). A change fires the data table, then
+//! (on delete) the child table skipping sessions already told, one event per session per
+//! trigger. Watches are per server, not replicated state: they live beside the state machine.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use testkeeper_wire::records::header::event_type;
 use testkeeper_wire::records::watches::watcher_type;
@@ -13,7 +13,7 @@ use super::apply::Trigger;
 use super::flavor::Rules;
 use super::path;
 
-/// Kinds of watch.
+/// Kinds of watch a client can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WatchKind {
     /// getData/exists: fires once on create, change or delete.
@@ -34,50 +34,67 @@ pub struct Event {
     pub path: String,
 }
 
-type Table = HashMap<String, BTreeSet<i64>>;
+/// Mode bits of one (session, path) entry in a table.
+const STANDARD: u8 = 1;
+const PERSISTENT: u8 = 2;
+const RECURSIVE: u8 = 4;
+
+type Table = HashMap<String, BTreeMap<i64, u8>>;
 
 /// Every registered watch.
 #[derive(Debug, Default, Clone)]
 pub struct Watches {
-    tables: BTreeMap<WatchKind, Table>,
+    data: Table,
+    child: Table,
+    recursive_count: usize,
 }
 
-const KINDS: [WatchKind; 4] = [WatchKind::Data, WatchKind::Child, WatchKind::Persistent, WatchKind::Recursive];
-
 impl Watches {
-    fn table(&mut self, kind: WatchKind) -> &mut Table {
-        self.tables.entry(kind).or_default()
+    fn set(table: &mut Table, p: &str, session: i64, bit: u8, overwrite: bool) {
+        let modes = table.entry(p.to_string()).or_default().entry(session).or_default();
+        *modes = if overwrite { bit } else { *modes | bit };
     }
 
-    fn get(&self, kind: WatchKind, p: &str) -> Option<&BTreeSet<i64>> {
-        self.tables.get(&kind).and_then(|t| t.get(p))
-    }
-
-    /// Registers a watch (idempotent).
-    pub fn add(&mut self, kind: WatchKind, p: &str, session: i64) {
-        self.table(kind).entry(p.to_string()).or_default().insert(session);
-    }
-
-    fn take(&mut self, kind: WatchKind, p: &str) -> BTreeSet<i64> {
-        self.table(kind).remove(p).unwrap_or_default()
-    }
-
-    fn persistent(&self, p: &str) -> BTreeSet<i64> {
-        self.get(WatchKind::Persistent, p).cloned().unwrap_or_default()
-    }
-
-    /// Recursive watchers of `p` or an ancestor, as (session, watched path).
-    fn recursive(&self, p: &str) -> Vec<(i64, String)> {
-        let Some(table) = self.tables.get(&WatchKind::Recursive).filter(|t| !t.is_empty()) else { return Vec::new() };
-        let mut out = Vec::new();
-        let mut cur = Some(p);
-        while let Some(c) = cur {
-            if let Some(set) = table.get(c) {
-                out.extend(set.iter().map(|s| (*s, c.to_string())));
+    /// Registers a watch. `rules.watch_mode_overwrites` decides whether it replaces the
+    /// session's mode on that path (ZooKeeper) or adds to it (Keeper).
+    pub fn add(&mut self, kind: WatchKind, p: &str, session: i64, rules: &Rules) {
+        let ow = rules.watch_mode_overwrites;
+        match kind {
+            WatchKind::Data => Self::set(&mut self.data, p, session, STANDARD, ow),
+            WatchKind::Child => Self::set(&mut self.child, p, session, STANDARD, ow),
+            WatchKind::Persistent => {
+                Self::set(&mut self.data, p, session, PERSISTENT, ow);
+                Self::set(&mut self.child, p, session, PERSISTENT, ow);
             }
-            cur = path::split(c).map(|(parent, _)| parent);
+            // ZooKeeper registers a recursive watch in both tables; in the child table it never
+            // fires a child event, but it does replace a persistent watch there (measured).
+            WatchKind::Recursive => {
+                Self::set(&mut self.data, p, session, RECURSIVE, ow);
+                Self::set(&mut self.child, p, session, RECURSIVE, ow);
+            }
         }
-        out
+        self.recount();
+    }
+
+    fn recount(&mut self) {
+        self.recursive_count = self.data.values().flat_map(|m| m.values()).filter(|m| **m & RECURSIVE != 0).count();
+        // (Only the data table's recursive entries matter for ancestor walks.)
+    }
+
+    /// Fires the sessions of `table[p]`: every mode fires on its own path, except that recursive
+    /// watches never fire child events; one-shot bits are cleared. Returns the sessions told.
+    fn fire_path(table: &mut Table, p: &str, child_event: bool) -> Vec<i64> {
+        let Some(entries) = table.get_mut(p) else { return Vec::new() };
+        let fires = if child_event { STANDARD | PERSISTENT } else { STANDARD | PERSISTENT | RECURSIVE };
+        let told: Vec<i64> = entries.iter().filter(|(_, m)| **m & fires != 0).map(|(s, _)| *s).collect();
+        entries.retain(|_, modes| {
+            *modes &= !STANDARD;
+            *modes != 0
+        });
+        if entries.is_empty() {
+            table.remove(p);
+        }
+        told
     }
 
     /// Fires the watches `trigger` matches, removing the one-shot ones, and returns the events
@@ -93,97 +110,120 @@ impl Watches {
             }
             Trigger::Deleted(p) => {
                 let told = self.data_trigger(p, event_type::NODE_DELETED, rules, &mut events);
-                let mut child = self.take(WatchKind::Child, p);
-                child.extend(self.persistent(p));
-                for s in child.difference(&told) {
-                    events.push(Event { session: *s, event_type: event_type::NODE_DELETED, path: p.clone() });
+                for s in Self::fire_path(&mut self.child, p, false) {
+                    if !told.contains(&s) {
+                        events.push(Event { session: s, event_type: event_type::NODE_DELETED, path: p.clone() });
+                    }
                 }
             }
             Trigger::ChildrenChanged(p) => {
-                let mut child = self.take(WatchKind::Child, p);
-                child.extend(self.persistent(p));
-                for s in child {
+                for s in Self::fire_path(&mut self.child, p, true) {
                     events.push(Event { session: s, event_type: event_type::NODE_CHILDREN_CHANGED, path: p.clone() });
                 }
             }
         }
+        self.recount();
         events
     }
 
-    /// The data-watch half of a trigger; returns the sessions told.
-    fn data_trigger(&mut self, p: &str, ty: i32, rules: &Rules, events: &mut Vec<Event>) -> BTreeSet<i64> {
-        let mut told = self.take(WatchKind::Data, p);
-        told.extend(self.persistent(p));
+    /// The data-table half of a trigger: the path's own watchers, then recursive watchers of
+    /// its ancestors. Returns the sessions told.
+    fn data_trigger(&mut self, p: &str, ty: i32, rules: &Rules, events: &mut Vec<Event>) -> Vec<i64> {
+        let mut told = Self::fire_path(&mut self.data, p, false);
         let mut extra = Vec::new();
-        for (s, watched) in self.recursive(p) {
-            if rules.recursive_event_names_watch_path && watched != p {
-                extra.push(Event { session: s, event_type: ty, path: watched });
-            } else {
-                told.insert(s);
+        if self.recursive_count > 0 {
+            let mut cur = path::split(p).map(|(parent, _)| parent);
+            while let Some(a) = cur {
+                if let Some(entries) = self.data.get(a) {
+                    for (s, modes) in entries {
+                        if modes & RECURSIVE == 0 {
+                            continue;
+                        }
+                        if rules.recursive_event_names_watch_path {
+                            extra.push(Event { session: *s, event_type: ty, path: a.to_string() });
+                        } else if !told.contains(s) {
+                            told.push(*s);
+                        }
+                    }
+                }
+                cur = path::split(a).map(|(parent, _)| parent);
             }
         }
+        told.sort_unstable();
         for s in &told {
             events.push(Event { session: *s, event_type: ty, path: p.to_string() });
         }
-        extra.dedup();
         events.extend(extra);
         told
     }
 
     /// Drops every watch of a session (it closed or expired).
     pub fn remove_session(&mut self, session: i64) {
-        for table in self.tables.values_mut() {
-            table.retain(|_, set| {
-                set.remove(&session);
-                !set.is_empty()
+        for table in [&mut self.data, &mut self.child] {
+            table.retain(|_, m| {
+                m.remove(&session);
+                !m.is_empty()
             });
         }
+        self.recount();
     }
 
-    fn kinds_for(wt: i32) -> &'static [WatchKind] {
+    /// (table, bits) a `WatcherType` of checkWatches/removeWatches refers to.
+    fn selector(wt: i32) -> (bool, bool, u8) {
         match wt {
-            watcher_type::CHILDREN => &[WatchKind::Child],
-            watcher_type::DATA => &[WatchKind::Data],
-            4 => &[WatchKind::Persistent],
-            5 => &[WatchKind::Recursive],
-            _ => &KINDS,
+            watcher_type::CHILDREN => (false, true, STANDARD | PERSISTENT),
+            watcher_type::DATA => (true, false, STANDARD | PERSISTENT | RECURSIVE),
+            4 => (true, true, PERSISTENT),
+            5 => (true, false, RECURSIVE),
+            _ => (true, true, STANDARD | PERSISTENT | RECURSIVE),
         }
     }
 
     /// Whether `session` has a watch of `watcher_type` on `p` (checkWatches).
     pub fn has(&self, session: i64, p: &str, wt: i32) -> bool {
-        Self::kinds_for(wt).iter().any(|k| self.get(*k, p).is_some_and(|s| s.contains(&session)))
+        let (data, child, bits) = Self::selector(wt);
+        let hit = |t: &Table| t.get(p).and_then(|m| m.get(&session)).is_some_and(|m| m & bits != 0);
+        (data && hit(&self.data)) || (child && hit(&self.child))
     }
 
     /// Removes `session`'s watches of `watcher_type` on `p`; whether any was removed.
     pub fn remove(&mut self, session: i64, p: &str, wt: i32) -> bool {
+        let (data, child, bits) = Self::selector(wt);
         let mut removed = false;
-        for k in Self::kinds_for(wt) {
-            if let Some(set) = self.table(*k).get_mut(p) {
-                removed |= set.remove(&session);
-                if set.is_empty() {
-                    self.table(*k).remove(p);
+        for (use_it, table) in [(data, &mut self.data), (child, &mut self.child)] {
+            if !use_it {
+                continue;
+            }
+            if let Some(m) = table.get_mut(p) {
+                if let Some(modes) = m.get_mut(&session) {
+                    removed |= *modes & bits != 0;
+                    *modes &= !bits;
+                    if *modes == 0 {
+                        m.remove(&session);
+                    }
+                }
+                if m.is_empty() {
+                    table.remove(p);
                 }
             }
         }
+        self.recount();
         removed
     }
 
-    /// (path, session) pairs of every watch, for wchc/wchp; a path may repeat across kinds.
+    /// (path, session) pairs of every watch, for wchc/wchp; a path may repeat across tables.
     pub fn entries(&self) -> Vec<(String, i64)> {
-        let mut out = Vec::new();
-        for table in self.tables.values() {
-            for (p, set) in table {
-                out.extend(set.iter().map(|s| (p.clone(), *s)));
-            }
-        }
+        let mut out: Vec<(String, i64)> = [&self.data, &self.child]
+            .iter()
+            .flat_map(|t| t.iter().flat_map(|(p, m)| m.keys().map(|s| (p.clone(), *s))))
+            .collect();
         out.sort();
         out
     }
 
-    /// Total number of watches.
+    /// Total number of watches (entries of both tables).
     pub fn count(&self) -> usize {
-        self.tables.values().flat_map(|t| t.values()).map(BTreeSet::len).sum()
+        self.data.values().chain(self.child.values()).map(BTreeMap::len).sum()
     }
 }
 
@@ -196,36 +236,53 @@ mod tests {
         Rules::new(Flavor::Zookeeper, 0)
     }
 
+    fn keeper() -> Rules {
+        Rules::new(Flavor::Keeper, 0)
+    }
+
+    fn sessions(e: &[Event]) -> Vec<i64> {
+        e.iter().map(|e| e.session).collect()
+    }
+
     #[test]
     fn one_shot_fires_once_and_persistent_stays() {
         let mut w = Watches::default();
-        w.add(WatchKind::Data, "/a", 1);
-        w.add(WatchKind::Persistent, "/a", 2);
-        let e = w.fire(&Trigger::DataChanged("/a".into()), &zk());
-        assert_eq!(e.iter().map(|e| e.session).collect::<Vec<_>>(), vec![1, 2]);
-        let e = w.fire(&Trigger::DataChanged("/a".into()), &zk());
-        assert_eq!(e.iter().map(|e| e.session).collect::<Vec<_>>(), vec![2]);
+        w.add(WatchKind::Data, "/a", 1, &zk());
+        w.add(WatchKind::Persistent, "/a", 2, &zk());
+        assert_eq!(sessions(&w.fire(&Trigger::DataChanged("/a".into()), &zk())), vec![1, 2]);
+        assert_eq!(sessions(&w.fire(&Trigger::DataChanged("/a".into()), &zk())), vec![2]);
+    }
+
+    #[test]
+    fn zookeeper_one_shot_downgrades_persistent_but_keeper_keeps_both() {
+        for (rules, after) in [(zk(), vec![]), (keeper(), vec![1])] {
+            let mut w = Watches::default();
+            w.add(WatchKind::Persistent, "/a", 1, &rules);
+            w.add(WatchKind::Data, "/a", 1, &rules);
+            assert_eq!(sessions(&w.fire(&Trigger::DataChanged("/a".into()), &rules)), vec![1]);
+            assert_eq!(sessions(&w.fire(&Trigger::DataChanged("/a".into()), &rules)), after);
+        }
     }
 
     #[test]
     fn delete_tells_each_session_once() {
         let mut w = Watches::default();
-        w.add(WatchKind::Data, "/a", 1);
-        w.add(WatchKind::Child, "/a", 1);
-        w.add(WatchKind::Child, "/a", 3);
+        w.add(WatchKind::Data, "/a", 1, &zk());
+        w.add(WatchKind::Child, "/a", 1, &zk());
+        w.add(WatchKind::Child, "/a", 3, &zk());
         let e = w.fire(&Trigger::Deleted("/a".into()), &zk());
-        assert_eq!(e.len(), 2);
+        assert_eq!(sessions(&e), vec![1, 3]);
         assert!(e.iter().all(|e| e.event_type == event_type::NODE_DELETED));
+        assert_eq!(w.count(), 0);
     }
 
     #[test]
     fn recursive_sees_descendants_but_not_child_events() {
         let mut w = Watches::default();
-        w.add(WatchKind::Recursive, "/a", 7);
+        w.add(WatchKind::Recursive, "/a", 7, &zk());
         assert_eq!(w.fire(&Trigger::Created("/a/b/c".into()), &zk()).len(), 1);
         assert_eq!(w.fire(&Trigger::ChildrenChanged("/a/b".into()), &zk()).len(), 0);
-        let keeper = Rules::new(Flavor::Keeper, 0);
-        let e = w.fire(&Trigger::Created("/a/b/c".into()), &keeper);
+        let e = w.fire(&Trigger::Created("/a/b/c".into()), &keeper());
         assert_eq!(e[0].path, "/a");
     }
 }

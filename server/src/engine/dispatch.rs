@@ -58,6 +58,12 @@ impl Engine {
             Step::Done(flow) => return flow,
             step => step,
         };
+        if self.cfg.flavor == Flavor::Zookeeper && !zookeeper_multi_ok(&req) {
+            // ZooKeeper's MultiOperationRecord refuses other sub-op types while deserializing:
+            // MARSHALLINGERROR, nothing applied, no zxid, connection kept (measured on 3.8.0).
+            self.reply(conn, xid, self.state.zxid, ZkError::MarshallingError.code(), &Response::Empty);
+            return Flow::Continue;
+        }
         let flow = self.dispatch(conn, session, xid, req);
         let us = started.elapsed().as_micros() as u64;
         if op != OpCode::Ping {
@@ -141,7 +147,7 @@ impl Engine {
                 } else {
                     WatchKind::Persistent
                 };
-                self.watches.add(kind, &r.path, session);
+                self.watches.add(kind, &r.path, session, &self.state.rules);
                 self.reply(conn, xid, zxid, 0, &Response::Number(0));
             }
             Request::CheckWatches(r) => {
@@ -168,7 +174,7 @@ impl Engine {
                 let auth = self.auth_of(conn);
                 let result = self.state.read(&req, &auth, session);
                 for (kind, path) in reply::watches_to_register(&req, &result) {
-                    self.watches.add(kind, path, session);
+                    self.watches.add(kind, path, session, &self.state.rules);
                 }
                 match result {
                     Ok(body) => self.reply(conn, xid, zxid, 0, &body),
@@ -201,13 +207,13 @@ impl Engine {
             match self.state.tree.get(p) {
                 None => fire.push((event_type::NODE_DELETED, p.clone())),
                 Some(n) if n.stat.mzxid > rel => fire.push((event_type::NODE_DATA_CHANGED, p.clone())),
-                Some(_) => self.watches.add(WatchKind::Data, p, session),
+                Some(_) => self.watches.add(WatchKind::Data, p, session, &rules),
             }
         }
         for p in &w.exist_watches {
             match self.state.tree.get(p) {
                 Some(_) => fire.push((event_type::NODE_CREATED, p.clone())),
-                None => self.watches.add(WatchKind::Data, p, session),
+                None => self.watches.add(WatchKind::Data, p, session, &rules),
             }
         }
         for p in &w.child_watches {
@@ -221,14 +227,14 @@ impl Engine {
                     };
                     fire.push((ty, p.clone()));
                 }
-                Some(_) => self.watches.add(WatchKind::Child, p, session),
+                Some(_) => self.watches.add(WatchKind::Child, p, session, &rules),
             }
         }
         for p in &w.persistent_watches {
-            self.watches.add(WatchKind::Persistent, p, session);
+            self.watches.add(WatchKind::Persistent, p, session, &rules);
         }
         for p in &w.persistent_recursive_watches {
-            self.watches.add(WatchKind::Recursive, p, session);
+            self.watches.add(WatchKind::Recursive, p, session, &rules);
         }
         let zxid = self.state.zxid;
         if rules.set_watches_reply_first {
@@ -240,6 +246,27 @@ impl Engine {
         if !rules.set_watches_reply_first {
             self.reply(conn, xid, zxid, 0, &Response::Empty);
         }
+    }
+}
+
+/// Whether a multi/multiRead holds only the sub-op types ZooKeeper 3.8 accepts there: writes
+/// (create variants, delete, setData, check) in a multi, getData and getChildren in a multiRead.
+fn zookeeper_multi_ok(req: &Request) -> bool {
+    match req {
+        Request::Multi(ops) => ops.iter().all(|op| {
+            matches!(
+                op.op(),
+                OpCode::Create
+                    | OpCode::Create2
+                    | OpCode::CreateContainer
+                    | OpCode::CreateTtl
+                    | OpCode::Delete
+                    | OpCode::SetData
+                    | OpCode::Check
+            )
+        }),
+        Request::MultiRead(ops) => ops.iter().all(|op| matches!(op.op(), OpCode::GetData | OpCode::GetChildren)),
+        _ => true,
     }
 }
 

@@ -1,0 +1,244 @@
+//! `testkeeper bench`: a load generator on our async client, run against one server or side
+//! by side against two, with every comparison a ratio measured in the same run.
+//!
+//! With `--vs`, rounds alternate between the targets (A B, then B A, ...) so slow drift of a
+//! shared, noisy machine hits both alike, and the reported ratios are medians of per-round
+//! ratios. Every run starts with an unmeasured warm-up per target (the JVM needs one).
+//!
+//! # Layout
+//! - this file: flags and the run: spawn, warm up, rounds, memory, JSON.
+//! - `mix`: op kinds, weights, and how requests are built over the key space.
+//! - `load`: sessions, pipelining, the measured loop, and znode population.
+//! - `stats`: hdrhistogram recorders, error counts, medians.
+//! - `spawn`: starting this binary's `serve` or Debian's ZooKeeper, timing `imok`, VmRSS.
+//! - `plot`: `--plot`, throughput vs sessions as a PNG.
+//! - `report`: the summary (medians, ratios) and the embedded start time.
+
+mod load;
+mod mix;
+mod plot;
+mod report;
+mod spawn;
+mod stats;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use load::LoadConfig;
+use mix::Mix;
+use report::Target;
+
+/// Flags of `bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Server to measure. Defaults to the one `--spawn-testkeeper` starts.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub target: Option<SocketAddr>,
+    /// A second server to run the same workload against, alternating rounds; ratios are
+    /// target / vs. Defaults to the one `--spawn-zookeeper` starts.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub vs: Option<SocketAddr>,
+    /// Start `testkeeper serve` (this binary) on a free port and measure it.
+    #[arg(long)]
+    pub spawn_testkeeper: bool,
+    /// Start Debian's Apache ZooKeeper 3.8 (forceSync=no) on a free port and measure it.
+    #[arg(long)]
+    pub spawn_zookeeper: bool,
+    /// Start the spawned testkeeper with `--no-digest`.
+    #[arg(long)]
+    pub no_digest: bool,
+    /// Concurrent sessions (one connection each).
+    #[arg(long, default_value_t = 1)]
+    pub sessions: usize,
+    /// Measured requests per round, over all sessions.
+    #[arg(long, default_value_t = 20_000)]
+    pub ops: u64,
+    /// Weighted op mix: create, get, set, delete, multi, list.
+    #[arg(long, default_value = "create=10,get=50,set=20,delete=10,multi=5,list=5")]
+    pub mix: String,
+    /// Bytes of data in every create and set.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Requests in flight per session (1 = synchronous).
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    /// Measured rounds per target.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Keys in the key space (created before the clock starts); list returns all of them.
+    #[arg(long, default_value_t = 256)]
+    pub keys: u32,
+    /// Unmeasured requests sent to each target before the rounds (default: ops / 4).
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// After the rounds, create this many znodes of --value-size bytes on each spawned server
+    /// and report VmRSS before and after.
+    #[arg(long, default_value_t = 0)]
+    pub znodes: u64,
+    /// Seed of every random choice (keys, values, prefixes); printed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the full report here as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Instead of running a workload, plot throughput vs sessions from earlier `--json` files.
+    #[arg(long, value_name = "PNG", requires = "inputs")]
+    pub plot: Option<PathBuf>,
+    /// Bench JSON files to plot (with --plot).
+    #[arg(value_name = "JSON")]
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Runs the bench (or draws the plot).
+///
+/// # Errors
+/// Bad flags, a server that cannot be started or reached, or a file that cannot be written.
+pub async fn run(args: BenchArgs) -> Result<(), String> {
+    if let Some(out) = &args.plot {
+        plot::draw(out, &args.inputs)?;
+        println!("wrote {}", out.display());
+        return Ok(());
+    }
+    if args.sessions == 0 || args.pipeline == 0 || args.rounds == 0 || args.keys == 0 {
+        return Err("--sessions, --pipeline, --rounds and --keys must be positive".into());
+    }
+    let cfg = LoadConfig {
+        sessions: args.sessions,
+        ops: args.ops,
+        pipeline: args.pipeline,
+        keys: args.keys,
+        value_size: args.value_size,
+        mix: Mix::parse(&args.mix)?,
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let mut targets = start_targets(&args).await?;
+    println!(
+        "bench: seed {seed}, {} session(s) x {} in flight, {} ops/round, {} round(s), mix {}",
+        cfg.sessions,
+        cfg.pipeline,
+        cfg.ops,
+        args.rounds,
+        cfg.mix.describe()
+    );
+    for t in &targets {
+        let start = t.spawned.as_ref().map(|s| format!(", launch to imok {:?}", s.launch_to_imok)).unwrap_or_default();
+        println!("  {} at {}{start}", t.label, t.addr);
+    }
+
+    let warm = LoadConfig { ops: args.warmup.unwrap_or(cfg.ops / 4), ..cfg.clone() };
+    if warm.ops > 0 {
+        for t in &targets {
+            load::run(t.addr, &warm, seed ^ 0x5757).await.map_err(|e| format!("{} warm-up: {e}", t.label))?;
+        }
+    }
+    let mut rounds = Vec::new();
+    for r in 0..args.rounds {
+        let order: Vec<usize> =
+            if r % 2 == 0 { (0..targets.len()).collect() } else { (0..targets.len()).rev().collect() };
+        for i in order {
+            let t = &mut targets[i];
+            let (rec, elapsed) = load::run(t.addr, &cfg, seed.wrapping_add(r as u64)).await?;
+            let ops_s = rec.count() as f64 / elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "  round {r} {:<11} {:>10.0} ops/s  p99 {:>6} us  errors {:?}",
+                t.label,
+                ops_s,
+                rec.p99_us(),
+                rec.errors
+            );
+            t.ops_per_sec.push(ops_s);
+            t.p99_us.push(rec.p99_us() as f64);
+            let mut j = rec.to_json(elapsed);
+            j["round"] = json!(r);
+            j["target"] = json!(t.label);
+            rounds.push(j);
+        }
+    }
+    let summary = report::summary(&targets);
+    report::print_summary(&summary);
+    let memory =
+        if args.znodes > 0 { measure_memory(&targets, args.znodes, args.value_size, seed).await? } else { json!(null) };
+    let embedded = if args.spawn_testkeeper { report::embedded_start().await? } else { json!(null) };
+
+    let out = json!({
+        "config": {
+            "sessions": cfg.sessions, "pipeline": cfg.pipeline, "ops": cfg.ops, "rounds": args.rounds,
+            "keys": cfg.keys, "value_size": cfg.value_size, "mix": cfg.mix.describe(), "seed": seed,
+            "warmup": warm.ops, "no_digest": args.no_digest,
+        },
+        "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),
+        "rounds": rounds,
+        "summary": summary,
+        "memory": memory,
+        "embedded_start": embedded,
+    });
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The targets in order: A (`--target` or the spawned testkeeper), then B (`--vs` or the
+/// spawned ZooKeeper).
+async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    let no_digest = args.no_digest;
+    let blocking = |r: Result<Result<spawn::Spawned, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string())?;
+    if let Some(addr) = args.target {
+        out.push(Target::new("target", addr, None));
+    } else if args.spawn_testkeeper {
+        let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(no_digest)).await)?;
+        out.push(Target::new(s.label, s.addr, Some(s)));
+    }
+    if let Some(addr) = args.vs {
+        out.push(Target::new("vs", addr, None));
+    } else if args.spawn_zookeeper {
+        let s = blocking(tokio::task::spawn_blocking(spawn::zookeeper).await)?;
+        out.push(Target::new(s.label, s.addr, Some(s)));
+    }
+    if out.is_empty() {
+        return Err("nothing to measure: give --target, --spawn-testkeeper or --spawn-zookeeper".into());
+    }
+    Ok(out)
+}
+
+/// Populates each spawned server and reads its VmRSS before and after; a target we did not
+/// start has no PID we may read, so it gets `null`.
+async fn measure_memory(targets: &[Target], n: u64, value_size: usize, seed: u64) -> Result<Value, String> {
+    let mut out = serde_json::Map::new();
+    for t in targets {
+        let Some(pid) = t.spawned.as_ref().map(spawn::Spawned::pid) else {
+            out.insert(t.label.into(), json!(null));
+            continue;
+        };
+        let before = spawn::rss_bytes(pid);
+        let start = std::time::Instant::now();
+        load::populate(t.addr, n, value_size, seed).await.map_err(|e| format!("{} populate: {e}", t.label))?;
+        let took = start.elapsed();
+        // Let a JVM finish the collection the burst started before reading RSS.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let after = spawn::rss_bytes(pid);
+        let per_znode = match (before, after) {
+            (Some(b), Some(a)) => json!(a.saturating_sub(b) as f64 / n as f64),
+            _ => json!(null),
+        };
+        println!(
+            "  memory {:<11} {n} znodes of {value_size} B: RSS {:.1} -> {:.1} MiB ({} B/znode), populate {took:?}",
+            t.label,
+            before.unwrap_or(0) as f64 / 1048576.0,
+            after.unwrap_or(0) as f64 / 1048576.0,
+            per_znode
+        );
+        out.insert(
+            t.label.into(),
+            json!({"znodes": n, "value_size": value_size, "rss_before": before, "rss_after": after,
+                   "bytes_per_znode": per_znode, "populate_s": took.as_secs_f64()}),
+        );
+    }
+    Ok(Value::Object(out))
+}

@@ -1,0 +1,158 @@
+//! Servers the bench starts itself: this binary's `serve`, or Debian's Apache ZooKeeper 3.8,
+//! each on a free loopback port, timed from spawn to the first `imok`.
+//!
+//! ZooKeeper is started the way `tests/src/zookeeper.rs` starts it (the JVM directly, a
+//! private conf dir first on the classpath, `forceSync=no`), so the PID we hold is the server
+//! and its RSS is the server's. Both children are killed by PID when dropped.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's ZooKeeper jar; its manifest Class-Path brings in netty and the rest.
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// Logging bindings from libslf4j-java / liblog4j1.2-java (quiet: WARN to the log file).
+const LOG_JARS: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
+/// Debian's zkEnv.sh default heap; with it 1M small znodes fit comfortably.
+const ZK_HEAP: &str = "-Xmx1000m";
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A server process the bench owns.
+#[derive(Debug)]
+pub struct Spawned {
+    pub label: &'static str,
+    pub addr: SocketAddr,
+    /// Spawn to the first `imok` answer to `ruok`.
+    pub launch_to_imok: Duration,
+    child: Child,
+    dir: Option<PathBuf>,
+}
+
+impl Spawned {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// A port nobody listens on right now (another process may still take it before we bind).
+pub fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+/// Sends a four-letter word and reads the answer until the server closes.
+pub fn four_letter_word(addr: SocketAddr, word: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(word.as_bytes())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+/// VmRSS of a process in bytes, from /proc/PID/status.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Polls `ruok` every millisecond from `start` until `imok`, the child dies, or time runs out.
+fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -> Result<Duration, String> {
+    loop {
+        if four_letter_word(addr, "ruok").is_ok_and(|a| a == "imok") {
+            return Ok(start.elapsed());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{label} exited before answering ruok: {status}"));
+        }
+        if start.elapsed() > STARTUP_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{label} did not answer ruok on {addr} within {STARTUP_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts `testkeeper serve` (this very binary) on a free port.
+///
+/// # Errors
+/// The binary cannot be found or spawned, or never answers `imok`.
+pub fn testkeeper(no_digest: bool) -> Result<Spawned, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
+    let mut cmd = Command::new(exe);
+    cmd.arg("serve").arg("--listen").arg(addr.to_string());
+    if no_digest {
+        cmd.arg("--no-digest");
+    }
+    cmd.env("RUST_LOG", "warn").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("spawning testkeeper serve: {e}"))?;
+    let launch_to_imok = wait_imok("testkeeper", &mut child, addr, start)?;
+    Ok(Spawned { label: "testkeeper", addr, launch_to_imok, child, dir: None })
+}
+
+/// Starts Debian's ZooKeeper 3.8 standalone on a free port with `forceSync=no`.
+///
+/// # Errors
+/// ZooKeeper or java is missing, or the server never answers `imok`.
+pub fn zookeeper() -> Result<Spawned, String> {
+    if !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
+        return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
+    }
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
+    let dir = std::env::temp_dir().join(format!("testkeeper-bench-zk-{}-{}", std::process::id(), addr.port()));
+    let conf = dir.join("conf");
+    let data = dir.join("data");
+    let io = |e: std::io::Error| format!("preparing {}: {e}", dir.display());
+    std::fs::create_dir_all(&conf).map_err(io)?;
+    std::fs::create_dir_all(&data).map_err(io)?;
+    let cfg = format!(
+        "tickTime=2000\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
+         forceSync=no\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+        data.display(),
+        addr.port()
+    );
+    std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
+    let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
+                 log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
+                 log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
+    std::fs::write(conf.join("log4j.properties"), log4j).map_err(io)?;
+    let mut cp: Vec<PathBuf> = vec![conf.clone(), ZOOKEEPER_JAR.into()];
+    cp.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
+    let cp = std::env::join_paths(cp).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()));
+    cmd.current_dir(&dir).arg("-cp").arg(cp).arg(ZK_HEAP);
+    cmd.arg(format!("-Dlog4j.configuration=file:{}", conf.join("log4j.properties").display()));
+    cmd.args(["-Dzookeeper.extendedTypesEnabled=true", "-Djava.awt.headless=true"]);
+    cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(conf.join("zoo.cfg"));
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
+    let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;
+    // Owned from here on, so an error below still kills the JVM.
+    let spawned = Spawned { label: "zookeeper", addr, launch_to_imok, child, dir: Some(dir) };
+    // imok comes as soon as the listener is up; wait until it really serves requests.
+    while !four_letter_word(addr, "srvr").unwrap_or_default().contains("Mode: ") {
+        if start.elapsed() > STARTUP_TIMEOUT {
+            return Err(format!("ZooKeeper on {addr} answered imok but never served"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(spawned)
+}

@@ -1,0 +1,153 @@
+//! What one workload run measured: a latency histogram per op kind, error counts by code, and
+//! the wall time, turned into the JSON the report reads.
+//!
+//! Each in-flight slot keeps its own [`Recorder`] so the hot path takes no lock; slots are
+//! merged once the run ends.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use super::mix::OpKind;
+
+/// Latencies are recorded in microseconds, from 1 µs to 60 s, at 3 significant figures.
+const MAX_US: u64 = 60_000_000;
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("static histogram bounds are valid")
+}
+
+/// Measurements of one slot, or of a whole run once merged.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    per_op: Vec<Histogram<u64>>,
+    all: Histogram<u64>,
+    /// Error code (as on the wire) or `connection_loss`, with its count.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            per_op: OpKind::ALL.iter().map(|_| histogram()).collect(),
+            all: histogram(),
+            errors: BTreeMap::new(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Records one reply's latency; `err` is the reply's error code (0 for success).
+    pub fn record(&mut self, kind: OpKind, latency: Duration, err: i32) {
+        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
+        self.per_op[kind.index()].saturating_record(us);
+        self.all.saturating_record(us);
+        if err != 0 {
+            *self.errors.entry(err.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Records a request that never got a reply.
+    pub fn lost(&mut self) {
+        *self.errors.entry("connection_loss".into()).or_default() += 1;
+    }
+
+    /// Adds another slot's measurements.
+    pub fn merge(&mut self, other: &Recorder) {
+        for (mine, theirs) in self.per_op.iter_mut().zip(&other.per_op) {
+            mine.add(theirs).expect("same bounds");
+        }
+        self.all.add(&other.all).expect("same bounds");
+        for (code, n) in &other.errors {
+            *self.errors.entry(code.clone()).or_default() += n;
+        }
+    }
+
+    /// Replies recorded, errors included.
+    pub fn count(&self) -> u64 {
+        self.all.len()
+    }
+
+    /// 99th percentile over every op, in µs.
+    pub fn p99_us(&self) -> u64 {
+        self.all.value_at_quantile(0.99)
+    }
+
+    /// The run as JSON: totals, throughput, and latency quantiles per op kind.
+    pub fn to_json(&self, elapsed: Duration) -> Value {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        let mut per_op = serde_json::Map::new();
+        for kind in OpKind::ALL {
+            let h = &self.per_op[kind.index()];
+            if !h.is_empty() {
+                per_op.insert(kind.name().into(), quantiles(h));
+            }
+        }
+        json!({
+            "ops": self.count(),
+            "elapsed_s": secs,
+            "ops_per_sec": self.count() as f64 / secs,
+            "latency_us": quantiles(&self.all),
+            "per_op": per_op,
+            "errors": self.errors,
+        })
+    }
+}
+
+fn quantiles(h: &Histogram<u64>) -> Value {
+    json!({
+        "count": h.len(),
+        "mean": h.mean(),
+        "p50": h.value_at_quantile(0.50),
+        "p99": h.value_at_quantile(0.99),
+        "p999": h.value_at_quantile(0.999),
+        "max": h.max(),
+    })
+}
+
+/// The median of `xs` (the mean of the middle two for an even count); 0 when empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_counts_errors_and_quantiles() {
+        let mut a = Recorder::default();
+        a.record(OpKind::Get, Duration::from_micros(100), 0);
+        a.record(OpKind::Create, Duration::from_micros(300), -110);
+        let mut b = Recorder::default();
+        b.record(OpKind::Get, Duration::from_micros(200), 0);
+        b.lost();
+        a.merge(&b);
+        assert_eq!(a.count(), 3);
+        let j = a.to_json(Duration::from_secs(1));
+        assert_eq!(j["ops"], 3);
+        assert_eq!(j["errors"]["-110"], 1);
+        assert_eq!(j["errors"]["connection_loss"], 1);
+        assert_eq!(j["per_op"]["get"]["count"], 2);
+        assert!(j["per_op"].get("set").is_none());
+    }
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+}

@@ -1,0 +1,100 @@
+//! Line-by-line comparison of two transcripts of one scenario.
+//!
+//! Each line's result and events are flattened to `key = value` pairs (`result.stat.cversion`,
+//! `result.results.2.err`, `events`); the keys whose values differ are the difference. A
+//! difference is *expected* when every differing key is covered by an entry of the
+//! known-differences table ([`crate::expected`]) for this scenario and the two flavors differ.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::expected::{self, KnownDifference};
+use crate::transcript::Line;
+
+/// One differing key of one line.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyDiff {
+    pub key: String,
+    pub target: String,
+    pub reference: String,
+}
+
+/// One differing line.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineDiff {
+    pub step: usize,
+    pub session: String,
+    pub op: String,
+    pub keys: Vec<KeyDiff>,
+    /// The known differences that explain this line, when all of its keys are explained.
+    pub expected_by: Vec<String>,
+}
+
+impl LineDiff {
+    pub fn is_expected(&self) -> bool {
+        !self.expected_by.is_empty()
+    }
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, v)| flatten(&format!("{prefix}.{k}"), v, out)),
+        Value::Array(items) if items.iter().any(|i| i.is_object()) => {
+            items.iter().enumerate().for_each(|(i, v)| flatten(&format!("{prefix}.{i}"), v, out))
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+fn flat(line: Option<&Line>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(l) = line {
+        out.insert("op".to_string(), l.op.clone());
+        flatten("result", &l.result, &mut out);
+        out.insert("events".to_string(), serde_json::to_string(&l.events).unwrap_or_default());
+    }
+    out
+}
+
+/// Compares one scenario's target lines with its reference lines.
+pub fn diff(scenario: &str, target: &[Line], reference: &[Line], flavors_differ: bool) -> Vec<LineDiff> {
+    let table: Vec<&KnownDifference> = if flavors_differ { expected::for_scenario(scenario) } else { Vec::new() };
+    let mut out = Vec::new();
+    for i in 0..target.len().max(reference.len()) {
+        let (t, r) = (target.get(i), reference.get(i));
+        let (ft, fr) = (flat(t), flat(r));
+        let mut keys = Vec::new();
+        for key in ft.keys().chain(fr.keys().filter(|k| !ft.contains_key(*k))) {
+            let (a, b) = (ft.get(key), fr.get(key));
+            if a != b {
+                let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(absent)".into());
+                keys.push(KeyDiff { key: key.clone(), target: show(a), reference: show(b) });
+            }
+        }
+        if keys.is_empty() {
+            continue;
+        }
+        let mut expected_by = Vec::new();
+        let all_covered = keys
+            .iter()
+            .all(|k| table.iter().find(|d| d.covers(&k.key)).map(|d| expected_by.push(d.id.to_string())).is_some());
+        expected_by.sort();
+        expected_by.dedup();
+        if !all_covered {
+            expected_by.clear();
+        }
+        let line = t.or(r).expect("one side has line i");
+        out.push(LineDiff { step: i, session: line.session.clone(), op: line.op.clone(), keys, expected_by });
+    }
+    out
+}
+
+/// The scenario's steps up to and including `upto`, one `session op` per line: enough to
+/// replay the first difference by hand.
+pub fn reproduction(lines: &[Line], upto: usize) -> Vec<String> {
+    lines.iter().take(upto + 1).map(|l| format!("{} {}", l.session, l.op)).collect()
+}

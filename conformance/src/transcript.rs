@@ -1,0 +1,159 @@
+//! Transcripts: one JSON line per step, normalized so two servers' runs compare.
+//!
+//! Normalization (done once per scenario, after the run):
+//! - the scenario's subtree `<root>/<name>` becomes `~` in every string, so the random root
+//!   never shows;
+//! - zxids (`czxid`, `mzxid`, `pzxid`, and a write's reply `zxid`) become ranks: `pre` for
+//!   anything at or before the scenario started, then `z1`, `z2`... in numeric order of the
+//!   distinct values the scenario saw. Ranks keep every ordering fact ("mzxid > czxid",
+//!   "both ops share one zxid") and drop the absolute values, which differ between servers
+//!   (ZooKeeper spends zxids on sessions, Keeper does not);
+//! - session ids become `s0`, `s1`... (done by the runner, which knows them), times become
+//!   the fact `ctime==mtime`, and children lists are sorted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Keys whose numbers are zxids.
+const ZXID_KEYS: [&str; 4] = ["czxid", "mzxid", "pzxid", "zxid"];
+
+/// One step of one scenario, as it goes into a transcript file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub scenario: String,
+    pub step: usize,
+    /// `s0`, `s1`..., or `race` for a concurrent step.
+    pub session: String,
+    /// The op in the catalogue's text form (see `Op`'s Display).
+    pub op: String,
+    /// `{"err": NAME}`, or the reply's fields.
+    pub result: Value,
+    /// Watch events every session got because of this step: `s1 NodeDataChanged ~/a`, in
+    /// session order and, within a session, arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+}
+
+/// The first line of a transcript file: who produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub server: String,
+    pub flavor: String,
+    pub recorded_with: String,
+}
+
+/// Rewrites raw lines in place: root stripped, zxids ranked (see the module docs).
+pub fn normalize(lines: &mut [Line], base_path: &str, base_zxid: i64) {
+    let mut seen = BTreeSet::new();
+    for l in lines.iter() {
+        collect_zxids(&l.result, base_zxid, &mut seen);
+    }
+    let ranks: BTreeMap<i64, String> = seen.into_iter().enumerate().map(|(i, z)| (z, format!("z{}", i + 1))).collect();
+    for l in lines.iter_mut() {
+        rewrite(&mut l.result, base_path, &ranks);
+        for e in &mut l.events {
+            *e = strip(e, base_path);
+        }
+        l.op = strip(&l.op, base_path);
+    }
+}
+
+fn strip(s: &str, base_path: &str) -> String {
+    s.replace(base_path, "~")
+}
+
+fn collect_zxids(v: &Value, base: i64, out: &mut BTreeSet<i64>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (ZXID_KEYS.contains(&k.as_str()), v.as_i64()) {
+                    (true, Some(z)) if z > base => {
+                        out.insert(z);
+                    }
+                    _ => collect_zxids(v, base, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| collect_zxids(i, base, out)),
+        _ => {}
+    }
+}
+
+fn rewrite(v: &mut Value, base_path: &str, ranks: &BTreeMap<i64, String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match (ZXID_KEYS.contains(&k.as_str()), v.as_i64()) {
+                    (true, Some(z)) => {
+                        *v = json!(ranks.get(&z).cloned().unwrap_or_else(|| "pre".to_string()));
+                    }
+                    _ => rewrite(v, base_path, ranks),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| rewrite(i, base_path, ranks)),
+        Value::String(s) => *s = strip(s, base_path),
+        _ => {}
+    }
+}
+
+/// Writes a transcript file: the meta line, then every line.
+///
+/// # Errors
+/// Any I/O error.
+pub fn write_file(path: &Path, meta: &Meta, lines: &[Line]) -> std::io::Result<()> {
+    let mut out = serde_json::to_string(&json!({ "meta": meta }))?;
+    out.push('\n');
+    for l in lines {
+        out.push_str(&serde_json::to_string(l)?);
+        out.push('\n');
+    }
+    std::fs::write(path, out)
+}
+
+/// Reads a transcript file written by [`write_file`].
+///
+/// # Errors
+/// I/O errors, and a line that is not a transcript line (with its number).
+pub fn read_file(path: &Path) -> Result<(Meta, Vec<Line>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut meta = None;
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(raw).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+        if let Some(m) = v.get("meta") {
+            meta = Some(serde_json::from_value(m.clone()).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        } else {
+            lines.push(serde_json::from_value(v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        }
+    }
+    let meta = meta.ok_or_else(|| format!("{}: no meta line", path.display()))?;
+    Ok((meta, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zxids_become_ranks_and_the_root_goes() {
+        let mut lines = vec![Line {
+            scenario: "x".into(),
+            step: 0,
+            session: "s0".into(),
+            op: "create /r/x/a \"\" flags=0".into(),
+            result: json!({"path": "/r/x/a", "zxid": 107, "stat": {"czxid": 107, "mzxid": 109, "pzxid": 5}}),
+            events: vec!["s1 NodeCreated /r/x/a".into()],
+        }];
+        normalize(&mut lines, "/r/x", 100);
+        assert_eq!(lines[0].op, "create ~/a \"\" flags=0");
+        assert_eq!(
+            lines[0].result,
+            json!({"path": "~/a", "zxid": "z1", "stat": {"czxid": "z1", "mzxid": "z2", "pzxid": "pre"}})
+        );
+        assert_eq!(lines[0].events, vec!["s1 NodeCreated ~/a".to_string()]);
+    }
+}

@@ -1,0 +1,149 @@
+//! The chaos sweep: replay one publication against a fresh embedded testkeeper once per
+//! request index i of the publisher's first session, dropping the reply to request i
+//! (`drop-response:session=<publisher>,nth=i`), plus seeded random drops and expiries on the
+//! simulated hosts' sessions; check the invariants (`check`) after every run.
+//!
+//! A run's faults depend only on (seed, i), so a violation is replayed by its seed and index.
+//! Tap rules (`delay:ms=0` on the row, the queue and the generations) are added after the
+//! fault rules, so they never pre-empt them, and make the server log every such mutation.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use testkeeper_server::config::ServerConfig;
+use testkeeper_server::core::flavor::Flavor;
+use testkeeper_server::embed::TestKeeper;
+
+use crate::check::{check, observe};
+use crate::hosts::{host_id, Behavior, Hosts};
+use crate::keepermap::TableLayout;
+use crate::link::{Breakage, Link};
+use crate::report::Report;
+use crate::{run, Config};
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub hosts: usize,
+    pub seed: u64,
+    pub breakage: Option<Breakage>,
+    /// Stop after this many faulted runs (all request indexes when `None`).
+    pub max_runs: Option<usize>,
+}
+
+/// One run's result.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The dropped request index (0: the fault-free baseline).
+    pub index: usize,
+    pub faults: Vec<String>,
+    pub outcome: String,
+    pub fired: usize,
+    pub violations: Vec<String>,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Default)]
+pub struct SweepReport {
+    pub seed: u64,
+    pub runs: Vec<RunResult>,
+}
+
+impl SweepReport {
+    /// Runs by outcome.
+    pub fn outcomes(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for r in &self.runs {
+            *m.entry(r.outcome.clone()).or_default() += 1;
+        }
+        m
+    }
+
+    /// The runs with violations.
+    pub fn failures(&self) -> Vec<&RunResult> {
+        self.runs.iter().filter(|r| !r.violations.is_empty()).collect()
+    }
+}
+
+/// The publication config the sweep uses (short evidence wait: dead hosts are expected).
+pub fn sweep_publication(hosts: usize, seed: u64) -> Config {
+    let mut c = Config::new("db.events", hosts, seed);
+    c.evidence_timeout = Duration::from_millis(1500);
+    c
+}
+
+/// Runs the baseline, then one run per request index of the baseline's first session.
+///
+/// # Errors
+/// When the embedded server cannot start.
+pub async fn sweep(cfg: &SweepConfig) -> std::io::Result<SweepReport> {
+    let mut out = SweepReport { seed: cfg.seed, runs: Vec::new() };
+    let (base, requests) = one_run(cfg, 0).await?;
+    out.runs.push(base);
+    let last = cfg.max_runs.map_or(requests, |m| m.min(requests));
+    for i in 1..=last {
+        out.runs.push(one_run(cfg, i).await?.0);
+    }
+    Ok(out)
+}
+
+/// One run with request `index` of the publisher's first session dropped (0: none). Returns
+/// the result and how many requests that first session sent.
+///
+/// # Errors
+/// When the embedded server cannot start.
+pub async fn one_run(cfg: &SweepConfig, index: usize) -> std::io::Result<(RunResult, usize)> {
+    let mut scfg = ServerConfig::new(Flavor::Keeper);
+    scfg.listen = "127.0.0.1:0".parse().expect("loopback");
+    scfg.seed = cfg.seed ^ (index as u64).wrapping_mul(0x9e37_79b9);
+    let server = TestKeeper::start(scfg).await?;
+    let pubcfg = sweep_publication(cfg.hosts, cfg.seed);
+    let io = |e: testkeeper_wire::client::ClientError| std::io::Error::other(e.to_string());
+    let hosts = Hosts::start(server.addr(), &pubcfg.ddl_queue, &pubcfg.sim_root, vec![Behavior::Succeed; cfg.hosts])
+        .await
+        .map_err(io)?;
+    let mut link = Link::connect(server.addr()).await.map_err(io)?;
+    link.breakage = cfg.breakage;
+    let mut faults = Vec::new();
+    if index > 0 {
+        faults.push(format!("drop-response:session={:#x},nth={index},count=1", link.session_id()));
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(index as u64));
+        for kind in ["drop-response", "expire-session"] {
+            if rng.gen_bool(0.25) && !hosts.sessions.is_empty() {
+                let s = hosts.sessions[rng.gen_range(0..hosts.sessions.len())];
+                faults.push(format!("{kind}:session={s:#x},nth={},count=1", rng.gen_range(1..12)));
+            }
+        }
+    }
+    let row = TableLayout::new(&pubcfg.keeper_map_prefix, &pubcfg.table).row_path(&pubcfg.target);
+    let taps = [
+        format!("delay:ms=0,op=setData|create|delete|multi,path={row}"),
+        format!("delay:ms=0,op=create,path={}/*", pubcfg.ddl_queue),
+        format!("delay:ms=0,op=delete,path={}/generations/*", pubcfg.sim_root),
+    ];
+    for rule in faults.iter().chain(taps.iter()) {
+        server.add_fault(rule).map_err(std::io::Error::other)?;
+    }
+    let report: Report = run::publish(&mut link, &pubcfg).await;
+    let requests = report.journal.iter().filter(|s| Some(&s.session) == link.sessions.first()).count();
+    let events = server.fault_events();
+    hosts.stop();
+    let names: Vec<String> = (0..cfg.hosts).map(host_id).collect();
+    let mut violations = Vec::new();
+    match Link::connect(server.addr()).await {
+        Ok(mut reader) => match observe(&mut reader, &report, &pubcfg.ddl_queue, &pubcfg.sim_root, &names).await {
+            Ok(o) => violations = check(&report, &events, &o, &pubcfg.ddl_queue, &pubcfg.sim_root, &link.sessions),
+            Err(e) => violations.push(format!("cannot observe the tree: {e}")),
+        },
+        Err(e) => violations.push(format!("cannot observe the tree: {e}")),
+    }
+    let fired = events.iter().filter(|e| e.kind != "delay").count();
+    let outcome = report.outcome.map_or("none".into(), |o| {
+        serde_json::to_value(o).map(|v| v.as_str().unwrap_or("?").to_string()).unwrap_or_default()
+    });
+    drop(link);
+    server.shutdown().await;
+    Ok((RunResult { index, faults, outcome, fired, violations }, requests))
+}
