@@ -126,6 +126,9 @@ fn rand_seed() -> u64 {
 /// Bad flags, or an address that cannot be bound.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
     let cfg = args.config()?;
+    // Install the handlers before announcing the address: a signal sent right after the
+    // "listening" line must stop us cleanly, not kill us with the default action.
+    let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let (flavor, seed) = (cfg.flavor, cfg.seed);
     let mut server = TestKeeper::start(cfg).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     info!(%flavor, seed, "testkeeper started (seed {seed})");
@@ -143,17 +146,28 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         let _ = writeln!(out, "testkeeper listening on {}", server.addr());
         let _ = out.flush();
     }
-    wait_for_signal().await;
+    signals.wait().await;
     info!("shutting down");
     server.shutdown().await;
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGINT and SIGTERM, registered up front.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+    }
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
     }
 }

@@ -48,24 +48,39 @@ fn assert_healthy_baseline(zk: &SuiteRun) {
 
 /// The baseline alone: proves the runner and ZooKeeper setup work, and keeps
 /// doing so even while testkeeper itself is failing.
+/// kazoo tests that fail against `--flavor keeper` because of a documented Keeper difference
+/// (docs/flavors.md), each with the difference that explains it.
+const KEEPER_EXPECTED_FAILURES: &[(&str, &str)] = &[
+    ("TestClient::test_create_null_data", "Keeper reads null data back as empty"),
+    ("TestClient::test_set_null_data", "Keeper reads null data back as empty"),
+    (
+        "TestClientTransitions::test_connection_and_disconnection",
+        "Keeper closes the socket instead of answering closeSession",
+    ),
+];
+
+/// Keeper flavor: every kazoo failure must be one explained by a documented Keeper difference.
 #[test]
-fn kazoo_suite_passes_against_real_zookeeper() {
+fn kazoo_suite_keeper_flavor_fails_only_on_documented_differences() {
     if !check_prereqs() {
         return;
     }
-    let server = ZooKeeperProcess::start();
-    let zk = run_suite("zookeeper-baseline", &server.connect_string(), &out_dir(), None)
-        .unwrap_or_else(|e| panic!("{e}\nZooKeeper log tail:\n{}", server.log_tail(20)));
-    eprintln!("{}", zk.summary());
-    for id in zk.with_outcome("failed").iter().chain(&zk.with_outcome("error")).chain(&zk.with_outcome("timeout")) {
-        eprintln!("  not passing on ZooKeeper: {id} ({})", zk.outcomes[*id]);
-    }
-    assert_healthy_baseline(&zk);
+    let tk_server = TestkeeperProcess::start(&["--flavor", "keeper"]);
+    let tk = run_suite("testkeeper-keeper", &tk_server.connect_string(), &out_dir(), None)
+        .unwrap_or_else(|e| panic!("{e}\ntestkeeper log tail:\n{}", tk_server.log_tail(30)));
+    eprintln!("{}", tk.summary());
+    assert_healthy_baseline(&tk);
+    let unexplained: Vec<&str> = ["failed", "error", "timeout"]
+        .iter()
+        .flat_map(|o| tk.with_outcome(o))
+        .filter(|id| !KEEPER_EXPECTED_FAILURES.iter().any(|(t, _)| id.ends_with(t)))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "kazoo failures in keeper flavor not explained by docs/flavors.md: {unexplained:?}"
+    );
 }
 
-/// Every kazoo test that passes against ZooKeeper must pass against
-/// testkeeper's zookeeper flavor. Both suites run concurrently: the suite is
-/// mostly sleeps and waits, so this halves the wall time at little cost.
 #[test]
 fn kazoo_suite_testkeeper_matches_zookeeper() {
     if !check_prereqs() {
