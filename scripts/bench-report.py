@@ -7,10 +7,11 @@ repo's binary, and Debian's ZooKeeper 3.8 with forceSync=no, each on a free loop
 and rounds alternate between them so a noisy machine hurts both alike.
 
 Usage:
-    scripts/bench-report.py [--quick] [--znodes N] [--no-profile]
+    scripts/bench-report.py [--quick] [--znodes N] [--no-profile] [--render-only]
 
 --quick runs fewer ops and rounds (a smoke run, ~2 minutes); the committed report is the
-default run. The raw JSON of every run stays in target/bench-report/.
+default run. --render-only rewrites the doc from the last run's files (after editing
+scripts/bench-report-notes.md, say) without measuring again. The raw JSON of every run stays in target/bench-report/.
 """
 
 import argparse
@@ -197,9 +198,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--znodes", type=int, default=1_000_000)
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the doc from the last run's JSON")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     os.makedirs(IMG, exist_ok=True)
+    if args.render_only:
+        load = lambda name: json.load(open(os.path.join(OUT, name + ".json")))  # noqa: E731
+        runs = {(s, w): load(f"vs-zk-s{s}-w{w}") for w in (1, 16) for s in (1, 4, 8, 32)}
+        mem = load("memory") if os.path.exists(os.path.join(OUT, "memory.json")) else None
+        prof = open(os.path.join(OUT, "profile.txt")).read()
+        write_doc(runs, load("digest-on-vs-off"), mem, prof, args)
+        return
     sh(["cargo", "build", "--release", "-q", "-p", "testkeeper"], cwd=ROOT)
     ops, rounds = (4000, 3) if args.quick else (20000, 5)
     runs = matrix(ops, rounds)
@@ -213,6 +222,8 @@ def main():
         mem = bench("memory", "--spawn-testkeeper", "--spawn-zookeeper", "--ops", 1000, "--rounds", 1,
                     "--znodes", n)
     prof = "not taken (--no-profile)" if args.no_profile else profile(6)
+    with open(os.path.join(OUT, "profile.txt"), "w") as f:
+        f.write(prof)
     write_doc(runs, digest, mem, prof, args)
 
 

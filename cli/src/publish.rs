@@ -1,20 +1,26 @@
 //! `testkeeper publish`: one ADR 0067 publication against a running server (with simulated
-//! hosts), writing the normalized result as JSON; or `--chaos`, the fault sweep against an
-//! embedded server. See docs/publisher.md.
+//! hosts), writing the normalized result as JSON; or `--chaos`, the fault sweep against
+//! embedded servers, or with `--target` and `--admin` against a running one. See docs/publisher.md.
 
 use std::net::SocketAddr;
 
 use clap::Args;
-use testkeeper_publisher::chaos::{sweep, SweepConfig};
+use testkeeper_publisher::admin::Admin;
+use testkeeper_publisher::chaos::{sweep, Remote, SweepConfig, SweepReport};
 use testkeeper_publisher::hosts::{Behavior, Hosts};
 use testkeeper_publisher::{run, Breakage, Config, Link};
 
 /// Arguments of `publish`.
 #[derive(Args, Debug)]
 pub struct PublishArgs {
-    /// The server to publish through (required without --chaos).
+    /// The server to publish through (required without --chaos; with --chaos, the server to
+    /// sweep instead of embedded ones, together with --admin).
     #[arg(long)]
     target: Option<SocketAddr>,
+    /// The --target server's HTTP admin endpoint, `http://HOST:PORT` (`serve --http`): where
+    /// --chaos installs its fault rules and reads what fired.
+    #[arg(long, requires = "chaos")]
+    admin: Option<String>,
     /// Expected hosts (simulated DDL workers).
     #[arg(long, default_value_t = 3)]
     hosts: usize,
@@ -46,7 +52,13 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         Some(other) => return Err(format!("unknown --break mode '{other}'")),
     };
     if args.chaos {
-        return chaos(args.hosts, args.seed, args.max_runs, breakage).await;
+        let remote = match (args.target, args.admin.as_deref()) {
+            (None, None) => None,
+            (Some(addr), Some(url)) => Some(Remote::new(addr, Admin::new(url)?)),
+            _ => return Err("--chaos against a running server needs both --target and --admin".into()),
+        };
+        let sweep = SweepConfig { hosts: args.hosts, seed: args.seed, breakage, max_runs: args.max_runs, remote };
+        return chaos(&sweep).await;
     }
     let addr = args.target.ok_or("--target HOST:PORT is required without --chaos")?;
     let cfg = Config::new("db.events", args.hosts, args.seed);
@@ -66,8 +78,28 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
     Ok(())
 }
 
-async fn chaos(hosts: usize, seed: u64, max_runs: Option<usize>, breakage: Option<Breakage>) -> Result<(), String> {
-    let rep = sweep(&SweepConfig { hosts, seed, breakage, max_runs }).await.map_err(|e| e.to_string())?;
+/// Runs `sweep` with the log at `warn` unless RUST_LOG says otherwise: the embedded servers
+/// log every session and fired fault at `info`, which would bury the sweep's own lines. The
+/// global subscriber is already installed, so the sweep runs on a thread of its own with a
+/// current-thread runtime, where a thread-local subscriber covers every task it spawns (the
+/// server spawns no threads).
+async fn quiet_sweep(cfg: &SweepConfig) -> Result<SweepReport, String> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        return sweep(cfg).await.map_err(|e| e.to_string());
+    }
+    let cfg = cfg.clone();
+    let on_thread = move || {
+        let subscriber = tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).finish();
+        let _quiet = tracing::subscriber::set_default(subscriber);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+        rt.block_on(sweep(&cfg)).map_err(|e| e.to_string())
+    };
+    tokio::task::spawn_blocking(on_thread).await.map_err(|e| format!("the sweep panicked: {e}"))?
+}
+
+async fn chaos(cfg: &SweepConfig) -> Result<(), String> {
+    let (hosts, seed) = (cfg.hosts, cfg.seed);
+    let rep = quiet_sweep(cfg).await?;
     for r in &rep.runs {
         let mark = if r.violations.is_empty() { "ok " } else { "BAD" };
         println!("{mark} run {:>3}: outcome {:<14} faults fired {} {:?}", r.index, r.outcome, r.fired, r.faults);
@@ -76,13 +108,15 @@ async fn chaos(hosts: usize, seed: u64, max_runs: Option<usize>, breakage: Optio
         }
     }
     let fired: usize = rep.runs.iter().map(|r| r.fired).sum();
-    println!("chaos: seed {seed}, {} runs, {fired} faults fired, outcomes {:?}", rep.runs.len(), rep.outcomes());
+    let place = cfg.remote.as_ref().map_or(String::new(), |r| format!(" under {}", r.root));
+    println!("chaos: seed {seed}, {} runs{place}, {fired} faults fired, outcomes {:?}", rep.runs.len(), rep.outcomes());
     let bad = rep.failures();
     if let Some(first) = bad.first() {
+        let remote = cfg.remote.as_ref().map_or(String::new(), |r| format!(" --target {} --admin URL", r.addr));
         return Err(format!(
-            "{} runs violated the invariants; replay with `testkeeper publish --chaos --hosts {hosts} --seed {seed}{}` (first bad index {})",
+            "{} runs violated the invariants; replay with `testkeeper publish --chaos{remote} --hosts {hosts} --seed {seed}{}` (first bad index {})",
             bad.len(),
-            if breakage.is_some() { " --break retry-authority-mutation" } else { "" },
+            if cfg.breakage.is_some() { " --break retry-authority-mutation" } else { "" },
             first.index
         ));
     }

@@ -67,6 +67,35 @@ pub const TABLE: &[KnownDifference] = &[
         scenarios: &["watch_persistent_recursive"],
         keys: &["events"],
     },
+    KnownDifference {
+        id: "special-owners-visible",
+        what: "Keeper shows the stored ephemeralOwner of container and TTL nodes; ZooKeeper shows 0.",
+        source: "ZooKeeper DataTree.copyStat (getClientEphemeralOwner); flavor.rs hide_special_owners",
+        scenarios: &["container_nodes", "ttl_nodes"],
+        keys: &["ephemeralOwner"],
+    },
+    KnownDifference {
+        id: "keeper-path-reserved",
+        what: "Keeper answers BADARGUMENTS to writes under /keeper; ZooKeeper has no /keeper (NONODE).",
+        source: "KeeperStorage.cpp (keeper_system_path checks); flavor.rs keeper_path_reserved",
+        scenarios: &["keeper_system_writes"],
+        keys: &["err"],
+    },
+    KnownDifference {
+        id: "multi-read-allows-exists",
+        what: "Keeper serves exists inside multiRead; ZooKeeper 3.8 rejects the request with MARSHALLINGERROR.",
+        source: "ZooKeeper MultiOperationRecord (getData/getChildren only); ClickHouse ZooKeeperMultiRequest",
+        scenarios: &["multi_read_exists"],
+        keys: &["*"],
+    },
+    KnownDifference {
+        id: "set-watches-child-change-is-data-changed",
+        what:
+            "Keeper's setWatches catch-up fires NodeDataChanged for a moved child watch; ZooKeeper NodeChildrenChanged.",
+        source: "KeeperStorage setWatches; flavor.rs set_watches_child_change_is_data_changed",
+        scenarios: &["watch_set_watches_reconnect"],
+        keys: &["events"],
+    },
 ];
 
 /// The entries that apply to `scenario`.

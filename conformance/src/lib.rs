@@ -83,7 +83,11 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(&ScenarioResult)) -> Res
         }
         let t0 = Instant::now();
         let mut result = ScenarioResult::new(&sc);
-        if cfg.read_only && !sc.read_only() {
+        // Keeper's extension ops exist only there: skip them unless every side is Keeper.
+        let not_keeper = |flavor: &str| flavor != "keeper";
+        let keeper_skip = sc.keeper_only()
+            && (not_keeper(&target_info.flavor) || reference_info.as_ref().is_some_and(|r| not_keeper(&r.flavor)));
+        if (cfg.read_only && !sc.read_only()) || keeper_skip {
             result.status = Status::Skipped;
             progress(&result);
             results.push(result);

@@ -11,8 +11,9 @@ use testkeeper_wire::records::create::CreateRequest;
 use testkeeper_wire::records::data::{
     CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
 };
+use testkeeper_wire::records::keeper_ext::{ListRequest, RemoveRecursiveRequest};
 use testkeeper_wire::records::session::AuthPacket;
-use testkeeper_wire::records::watches::AddWatchRequest;
+use testkeeper_wire::records::watches::{AddWatchRequest, SetWatches, WatchesRequest};
 use testkeeper_wire::{perms, Acl, CreateOp, OpCode, Request};
 
 /// Which ACL a create or setACL carries.
@@ -108,14 +109,75 @@ pub enum Op {
         path: String,
         mode: i32,
     },
+    /// createContainer (19), createTTL (21) or Keeper's createIfNotExists (502).
+    CreateAs {
+        op: OpCode,
+        path: String,
+        data: String,
+        flags: i32,
+        ttl: i64,
+    },
+    /// setWatches (101) as a reconnecting client sends it. `since_start` sends relative zxid
+    /// 0 (every watched change "happened since"), else `i64::MAX` (nothing did): both keep
+    /// the real zxid out of the scenario text.
+    SetWatches {
+        since_start: bool,
+        data: Vec<String>,
+        exist: Vec<String>,
+        child: Vec<String>,
+    },
+    /// checkWatches (17) / removeWatches (18); `kind` 1 children, 2 data, 3 any.
+    CheckWatches {
+        path: String,
+        kind: i32,
+    },
+    RemoveWatches {
+        path: String,
+        kind: i32,
+    },
+    /// Keeper's checkNotExists (501), tryRemove (505), removeRecursive (503), filteredList (500).
+    CheckNotExists {
+        path: String,
+    },
+    TryRemove {
+        path: String,
+        version: i32,
+    },
+    RemoveRecursive {
+        path: String,
+        limit: u32,
+    },
+    FilteredList {
+        path: String,
+        list_type: u8,
+    },
 }
 
 impl Op {
     /// Whether the op can change the tree (read-only runs skip scenarios that contain one).
     pub fn writes(&self) -> bool {
         match self {
-            Op::Create { .. } | Op::Delete { .. } | Op::Set { .. } | Op::SetAcl { .. } | Op::Multi(_) => true,
+            Op::Create { .. }
+            | Op::Delete { .. }
+            | Op::Set { .. }
+            | Op::SetAcl { .. }
+            | Op::Multi(_)
+            | Op::CreateAs { .. }
+            | Op::TryRemove { .. }
+            | Op::RemoveRecursive { .. } => true,
             Op::MultiRead(ops) => ops.iter().any(Op::writes),
+            _ => false,
+        }
+    }
+
+    /// Whether the op exists only in ClickHouse Keeper (opcodes 500+): scenarios using one run
+    /// only when the target and the reference are both Keeper-flavored.
+    pub fn keeper_only(&self) -> bool {
+        match self {
+            Op::CreateAs { op, .. } => *op == OpCode::CreateIfNotExists,
+            Op::CheckNotExists { .. } | Op::TryRemove { .. } | Op::RemoveRecursive { .. } => true,
+            Op::FilteredList { .. } => true,
+            Op::Multi(ops) | Op::MultiRead(ops) => ops.iter().any(Op::keeper_only),
             _ => false,
         }
     }
@@ -156,6 +218,39 @@ impl Op {
                 Request::Auth(AuthPacket { auth_type: 0, scheme: scheme.clone(), auth: auth.clone().into_bytes() })
             }
             Op::AddWatch { path, mode } => Request::AddWatch(AddWatchRequest { path: p(path), mode: *mode }),
+            Op::CreateAs { op, path, data, flags, ttl } => Request::Create(CreateOp {
+                op: *op,
+                req: CreateRequest {
+                    path: p(path),
+                    data: Some(data.clone().into_bytes()),
+                    acl: Acl::open(),
+                    flags: *flags,
+                },
+                ttl: *ttl,
+            }),
+            Op::SetWatches { since_start, data, exist, child } => {
+                let all = |v: &[String]| v.iter().map(|x| p(x)).collect();
+                Request::SetWatches(SetWatches {
+                    relative_zxid: if *since_start { 0 } else { i64::MAX },
+                    data_watches: all(data),
+                    exist_watches: all(exist),
+                    child_watches: all(child),
+                })
+            }
+            Op::CheckWatches { path, kind } => {
+                Request::CheckWatches(WatchesRequest { path: p(path), watcher_type: *kind })
+            }
+            Op::RemoveWatches { path, kind } => {
+                Request::RemoveWatches(WatchesRequest { path: p(path), watcher_type: *kind })
+            }
+            Op::CheckNotExists { path } => Request::CheckNotExists(CheckVersionRequest { path: p(path), version: -1 }),
+            Op::TryRemove { path, version } => Request::TryRemove(DeleteRequest { path: p(path), version: *version }),
+            Op::RemoveRecursive { path, limit } => {
+                Request::RemoveRecursive(RemoveRecursiveRequest { path: p(path), limit: *limit })
+            }
+            Op::FilteredList { path, list_type } => {
+                Request::FilteredList(ListRequest { path: p(path), list_type: *list_type, ..Default::default() })
+            }
         }
     }
 }
@@ -196,6 +291,23 @@ impl std::fmt::Display for Op {
             }
             Op::Auth { scheme, auth } => write!(f, "addAuth {scheme} {auth:?}"),
             Op::AddWatch { path, mode } => write!(f, "addWatch {path} mode={mode}"),
+            Op::CreateAs { op, path, data, flags, ttl } => {
+                write!(f, "{} {path} {data:?} flags={flags}", op.name())?;
+                if *ttl != 0 {
+                    write!(f, " ttl={ttl}")?;
+                }
+                Ok(())
+            }
+            Op::SetWatches { since_start, data, exist, child } => {
+                let zxid = if *since_start { "0" } else { "max" };
+                write!(f, "setWatches zxid={zxid} data={data:?} exist={exist:?} child={child:?}")
+            }
+            Op::CheckWatches { path, kind } => write!(f, "checkWatches {path} type={kind}"),
+            Op::RemoveWatches { path, kind } => write!(f, "removeWatches {path} type={kind}"),
+            Op::CheckNotExists { path } => write!(f, "checkNotExists {path}"),
+            Op::TryRemove { path, version } => write!(f, "tryRemove {path} v={version}"),
+            Op::RemoveRecursive { path, limit } => write!(f, "removeRecursive {path} limit={limit}"),
+            Op::FilteredList { path, list_type } => write!(f, "filteredList {path} type={list_type}"),
         }
     }
 }

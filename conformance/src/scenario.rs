@@ -5,6 +5,7 @@
 //! `~` before the first step and removes it after the last, so scenarios never see each other.
 
 use crate::ops::{AclKind, Op};
+pub use testkeeper_wire::OpCode;
 
 /// One step: a request by one session, a session event, or a concurrent race.
 #[derive(Debug, Clone)]
@@ -52,6 +53,11 @@ impl Scenario {
         })
     }
 
+    /// Whether a step uses a Keeper-only op: such a scenario runs only Keeper against Keeper.
+    pub fn keeper_only(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Do(_, op) if op.keeper_only()))
+    }
+
     /// Session indices that the steps use (opened before the first step).
     pub fn sessions(&self) -> usize {
         self.steps
@@ -71,6 +77,8 @@ pub mod flags {
     pub const EPHEMERAL: i32 = 1;
     pub const SEQUENTIAL: i32 = 2;
     pub const EPHEMERAL_SEQUENTIAL: i32 = 3;
+    pub const CONTAINER: i32 = 4;
+    pub const PERSISTENT_WITH_TTL: i32 = 5;
 }
 
 // Builders: the catalogue reads as a table of "session, op" rows.
@@ -125,6 +133,21 @@ pub fn digest_auth(user_password: &str) -> Op {
 }
 pub fn add_watch(path: &str, mode: i32) -> Op {
     Op::AddWatch { path: path.into(), mode }
+}
+pub fn create_as(op: OpCode, path: &str, flags: i32, ttl: i64) -> Op {
+    Op::CreateAs { op, path: path.into(), data: String::new(), flags, ttl }
+}
+fn paths(v: &[&str]) -> Vec<String> {
+    v.iter().map(|p| p.to_string()).collect()
+}
+pub fn set_watches(since_start: bool, data: &[&str], exist: &[&str], child: &[&str]) -> Op {
+    Op::SetWatches { since_start, data: paths(data), exist: paths(exist), child: paths(child) }
+}
+pub fn check_watches(path: &str, kind: i32) -> Op {
+    Op::CheckWatches { path: path.into(), kind }
+}
+pub fn remove_watches(path: &str, kind: i32) -> Op {
+    Op::RemoveWatches { path: path.into(), kind }
 }
 /// Session `n` sends `op`.
 pub fn s(n: usize, op: Op) -> Step {

@@ -3,11 +3,15 @@
 //! (`drop-response:session=<publisher>,nth=i`), plus seeded random drops and expiries on the
 //! simulated hosts' sessions; check the invariants (`check`) after every run.
 //!
+//! With [`Remote`] the runs go to a running server instead: rules are installed, read back and
+//! removed through its HTTP admin API (`admin`), each run under a root path of its own.
+//!
 //! A run's faults depend only on (seed, i), so a violation is replayed by its seed and index.
 //! Tap rules (`delay:ms=0` on the row, the queue and the generations) are added after the
 //! fault rules, so they never pre-empt them, and make the server log every such mutation.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -15,7 +19,9 @@ use rand_chacha::ChaCha8Rng;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
 use testkeeper_server::embed::TestKeeper;
+use testkeeper_server::faults::FaultEvent;
 
+use crate::admin::Admin;
 use crate::check::{check, observe};
 use crate::hosts::{host_id, Behavior, Hosts};
 use crate::keepermap::TableLayout;
@@ -31,6 +37,25 @@ pub struct SweepConfig {
     pub breakage: Option<Breakage>,
     /// Stop after this many faulted runs (all request indexes when `None`).
     pub max_runs: Option<usize>,
+    /// Sweep a running server through its HTTP admin API instead of embedded ones.
+    pub remote: Option<Remote>,
+}
+
+/// A running server and its admin endpoint.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub addr: SocketAddr,
+    pub admin: Admin,
+    /// Every run's nodes live under `<root>/s<seed>-i<index>`.
+    pub root: String,
+}
+
+impl Remote {
+    /// `root` is unique per call (pid and clock), so sweeps sharing a server stay apart.
+    pub fn new(addr: SocketAddr, admin: Admin) -> Remote {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Remote { addr, admin, root: format!("/testkeeper_chaos/p{}-t{nanos}", std::process::id()) }
+    }
 }
 
 /// One run's result.
@@ -93,18 +118,74 @@ pub async fn sweep(cfg: &SweepConfig) -> std::io::Result<SweepReport> {
 /// the result and how many requests that first session sent.
 ///
 /// # Errors
-/// When the embedded server cannot start.
+/// When the embedded server cannot start, or the remote one's admin endpoint fails.
 pub async fn one_run(cfg: &SweepConfig, index: usize) -> std::io::Result<(RunResult, usize)> {
-    let mut scfg = ServerConfig::new(Flavor::Keeper);
-    scfg.listen = "127.0.0.1:0".parse().expect("loopback");
-    scfg.seed = cfg.seed ^ (index as u64).wrapping_mul(0x9e37_79b9);
-    let server = TestKeeper::start(scfg).await?;
     let pubcfg = sweep_publication(cfg.hosts, cfg.seed);
-    let io = |e: testkeeper_wire::client::ClientError| std::io::Error::other(e.to_string());
-    let hosts = Hosts::start(server.addr(), &pubcfg.ddl_queue, &pubcfg.sim_root, vec![Behavior::Succeed; cfg.hosts])
+    let Some(remote) = &cfg.remote else {
+        let mut scfg = ServerConfig::new(Flavor::Keeper);
+        scfg.listen = "127.0.0.1:0".parse().expect("loopback");
+        scfg.seed = cfg.seed ^ (index as u64).wrapping_mul(0x9e37_79b9);
+        let server = TestKeeper::start(scfg).await?;
+        let out = faulted_run(cfg, index, server.addr(), pubcfg, &Control::Embedded(&server)).await;
+        server.shutdown().await;
+        return out;
+    };
+    // A shared server keeps every run's nodes: each run gets a root of its own, so no run
+    // sees another's row, queue or generations, and its path-matched taps see only its own.
+    let root = format!("{}/s{}-i{index}", remote.root, cfg.seed);
+    let mut pubcfg = pubcfg;
+    pubcfg.keeper_map_prefix = format!("{root}/keeper_map_tables");
+    pubcfg.ddl_queue = format!("{root}/ddl");
+    pubcfg.sim_root = format!("{root}/sim");
+    faulted_run(cfg, index, remote.addr, pubcfg, &Control::Http(&remote.admin)).await
+}
+
+/// Where the faults are installed and read back.
+enum Control<'a> {
+    Embedded(&'a TestKeeper),
+    Http(&'a Admin),
+}
+
+impl Control<'_> {
+    async fn add(&self, rule: &str) -> Result<u64, String> {
+        match self {
+            Control::Embedded(s) => s.add_fault(rule),
+            Control::Http(a) => a.add_fault(rule).await,
+        }
+    }
+
+    /// The events of the rules `ids` (a shared server also logs other clients' rules).
+    async fn events(&self, ids: &[u64]) -> Result<Vec<FaultEvent>, String> {
+        let all = match self {
+            Control::Embedded(s) => s.fault_events(),
+            Control::Http(a) => a.events().await?,
+        };
+        Ok(all.into_iter().filter(|e| ids.contains(&e.rule)).collect())
+    }
+
+    /// Removes the rules `ids` (an embedded server is shut down with its rules instead).
+    async fn remove(&self, ids: &[u64]) -> Result<(), String> {
+        if let Control::Http(a) = self {
+            for id in ids {
+                a.remove_fault(*id).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn faulted_run(
+    cfg: &SweepConfig,
+    index: usize,
+    addr: SocketAddr,
+    pubcfg: Config,
+    control: &Control<'_>,
+) -> std::io::Result<(RunResult, usize)> {
+    let io = std::io::Error::other;
+    let hosts = Hosts::start(addr, &pubcfg.ddl_queue, &pubcfg.sim_root, vec![Behavior::Succeed; cfg.hosts])
         .await
-        .map_err(io)?;
-    let mut link = Link::connect(server.addr()).await.map_err(io)?;
+        .map_err(|e| io(e.to_string()))?;
+    let mut link = Link::connect(addr).await.map_err(|e| io(e.to_string()))?;
     link.breakage = cfg.breakage;
     let mut faults = Vec::new();
     if index > 0 {
@@ -123,16 +204,19 @@ pub async fn one_run(cfg: &SweepConfig, index: usize) -> std::io::Result<(RunRes
         format!("delay:ms=0,op=create,path={}/*", pubcfg.ddl_queue),
         format!("delay:ms=0,op=delete,path={}/generations/*", pubcfg.sim_root),
     ];
+    let mut ids = Vec::new();
     for rule in faults.iter().chain(taps.iter()) {
-        server.add_fault(rule).map_err(std::io::Error::other)?;
+        ids.push(control.add(rule).await.map_err(io)?);
     }
     let report: Report = run::publish(&mut link, &pubcfg).await;
     let requests = report.journal.iter().filter(|s| Some(&s.session) == link.sessions.first()).count();
-    let events = server.fault_events();
+    let events = control.events(&ids).await;
     hosts.stop();
+    control.remove(&ids).await.map_err(io)?;
+    let events = events.map_err(io)?;
     let names: Vec<String> = (0..cfg.hosts).map(host_id).collect();
     let mut violations = Vec::new();
-    match Link::connect(server.addr()).await {
+    match Link::connect(addr).await {
         Ok(mut reader) => match observe(&mut reader, &report, &pubcfg.ddl_queue, &pubcfg.sim_root, &names).await {
             Ok(o) => violations = check(&report, &events, &o, &pubcfg.ddl_queue, &pubcfg.sim_root, &link.sessions),
             Err(e) => violations.push(format!("cannot observe the tree: {e}")),
@@ -143,7 +227,5 @@ pub async fn one_run(cfg: &SweepConfig, index: usize) -> std::io::Result<(RunRes
     let outcome = report.outcome.map_or("none".into(), |o| {
         serde_json::to_value(o).map(|v| v.as_str().unwrap_or("?").to_string()).unwrap_or_default()
     });
-    drop(link);
-    server.shutdown().await;
     Ok((RunResult { index, faults, outcome, fired, violations }, requests))
 }

@@ -14,8 +14,10 @@
 //! - `evidence`: the two getChildren and the per-host verdict.
 //! - `report`: [`Report`], permits, and the normalized JSON the CLI writes.
 //! - `hosts`: simulated ClickHouse hosts (DDLWorker on the wire).
-//! - `chaos`, `check`: the fault sweep against an embedded testkeeper and its invariants.
+//! - `chaos`, `check`: the fault sweep against embedded testkeepers (or a running one through
+//!   `admin`, its HTTP fault API) and its invariants.
 
+pub mod admin;
 pub mod authority;
 pub mod chaos;
 pub mod check;

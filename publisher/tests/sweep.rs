@@ -49,11 +49,17 @@ async fn active_partial_work_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sweep_passes_and_catches_the_broken_publisher() {
-    let good = sweep(&SweepConfig { hosts: 2, seed: 11, breakage: None, max_runs: None }).await.unwrap();
+    let good = sweep(&SweepConfig { hosts: 2, seed: 11, breakage: None, max_runs: None, remote: None }).await.unwrap();
     assert!(good.runs.len() > 20, "every request index is swept");
     assert!(good.failures().is_empty(), "{:#?}", good.failures());
     assert!(good.outcomes().get("unknown").copied().unwrap_or(0) > 0, "lost replies on mutations were exercised");
-    let broken = SweepConfig { hosts: 2, seed: 11, breakage: Some(Breakage::RetryAuthorityMutation), max_runs: None };
+    let broken = SweepConfig {
+        hosts: 2,
+        seed: 11,
+        breakage: Some(Breakage::RetryAuthorityMutation),
+        max_runs: None,
+        remote: None,
+    };
     let caught = sweep(&broken).await.unwrap();
     assert!(!caught.failures().is_empty(), "the sweep must catch a retried authority mutation");
     let (first, _) = one_run(&broken, caught.failures()[0].index).await.unwrap();

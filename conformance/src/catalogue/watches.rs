@@ -66,5 +66,38 @@ pub fn scenarios() -> Vec<Scenario> {
                 Step::Close(0),
             ],
         },
+        Scenario {
+            name: "watch_set_watches_reconnect",
+            about: "setWatches on a new session: changes since the given zxid fire at once, the rest register.",
+            source: "ZooKeeper DataTree.setWatches (relativeZxid), ClientCnxn reconnect",
+            steps: vec![
+                s(0, create("~/a", "")),
+                Step::Connect(1, 30_000),
+                s(1, set_watches(false, &["~/a"], &["~/b"], &["~/a"])),
+                s(0, set("~/a", "1", -1)),
+                s(0, create("~/b", "")),
+                s(0, create("~/a/c", "")),
+                s(1, set_watches(true, &["~/a", "~/gone"], &["~/b", "~/none"], &["~/a"])),
+                s(0, create("~/none", "")),
+            ],
+        },
+        Scenario {
+            name: "watch_check_and_remove",
+            about: "checkWatches/removeWatches by type: NOWATCHER when absent, a removal event when removed.",
+            source: "ZooKeeper 3.5 removeWatches (ZOOKEEPER-442), WatchManager.removeWatcher",
+            steps: vec![
+                s(0, create("~/a", "")),
+                s(1, get("~/a", true)),
+                s(1, children("~/a", true)),
+                s(1, check_watches("~/a", 2)),
+                s(1, check_watches("~/b", 3)),
+                s(1, remove_watches("~/a", 2)),
+                s(1, remove_watches("~/a", 2)),
+                s(1, check_watches("~/a", 1)),
+                s(0, set("~/a", "1", -1)),
+                s(1, remove_watches("~/a", 3)),
+                s(0, create("~/a/c", "")),
+            ],
+        },
     ]
 }

@@ -26,10 +26,10 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
         (false, false) => 0,
         _ => return Err(ZkError::BadArguments),
     };
-    let container = mode.container && c.op == OpCode::CreateContainer;
-    if (c.op == OpCode::CreateContainer) != mode.container && c.op == OpCode::CreateContainer {
-        return Err(ZkError::BadArguments);
-    }
+    // The op, not the flag, makes a container: ZooKeeper builds a CreateContainerTxn for op 19
+    // whatever the flags say, and a plain create with the container flag makes a persistent
+    // node (measured on 3.8.0).
+    let container = c.op == OpCode::CreateContainer;
     if if_not_exists && mode.sequential {
         return Err(ZkError::BadArguments);
     }
