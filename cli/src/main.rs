@@ -35,6 +35,15 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A panic anywhere (a broken invariant in apply, a digest mismatch on replay) must stop the
+    // whole process: a server task that died while the others keep serving could hand out a
+    // tree that has diverged. Print the usual message, then abort.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        eprintln!("testkeeper: fatal: stopping the process after a panic");
+        std::process::abort();
+    }));
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
