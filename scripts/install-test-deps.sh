@@ -73,7 +73,8 @@ fi
 
 # Ask the venv which requirements are unmet: a bare name must be installed,
 # `name==version` must be installed at exactly that version.
-mapfile -t need < <("$VENV/bin/python" - "${PY_REQUIREMENTS[@]}" <<'PY'
+unmet() {
+    "$VENV/bin/python" - "$@" <<'PY'
 import sys
 from importlib import metadata
 for req in sys.argv[1:]:
@@ -85,7 +86,8 @@ for req in sys.argv[1:]:
     if have is None or (want and have != want):
         print(req)
 PY
-)
+}
+mapfile -t need < <(unmet "${PY_REQUIREMENTS[@]}")
 if [ "${#need[@]}" -gt 0 ]; then
     log "pip install ${need[*]}"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${need[@]}"
@@ -109,19 +111,7 @@ done
 if [ "${#ch_missing[@]}" -gt 0 ]; then
     apt_install "${ch_missing[@]}"
 fi
-mapfile -t ch_need < <("$VENV/bin/python" - "${CH_PY_REQUIREMENTS[@]}" <<'PY'
-import sys
-from importlib import metadata
-for req in sys.argv[1:]:
-    name, _, want = req.partition("==")
-    try:
-        have = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        have = None
-    if have != want:
-        print(req)
-PY
-)
+mapfile -t ch_need < <(unmet "${CH_PY_REQUIREMENTS[@]}")
 if [ "${#ch_need[@]}" -gt 0 ]; then
     log "pip install ${ch_need[*]}"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${ch_need[@]}"
