@@ -49,7 +49,8 @@ pub fn decode_string(buf: &[u8]) -> Option<(String, &[u8])> {
 }
 
 /// The row node's name for a `String` key. ClickHouse uses the URL-safe alphabet with
-/// padding, so a key never yields a `/` in the node name.
+/// padding, so a key never yields a `/` in the node name (checked against chdb with keys whose
+/// encodings differ between the alphabets: `tests/tests/publisher_chdb.rs`).
 pub fn key_node_name(key: &str) -> String {
     URL_SAFE.encode(encode_string(key))
 }
@@ -122,5 +123,12 @@ mod tests {
         assert_eq!(&enc[..2], &[0xac, 0x02]);
         assert_eq!(decode_string(&enc).map(|(s, r)| (s.len(), r.len())), Some((300, 0)));
         assert_eq!(TableLayout::new("/kmt/", "/p").row_path("db.t"), "/kmt/p/data/BGRiLnQ=");
+    }
+
+    #[test]
+    fn node_names_use_the_url_safe_alphabet() {
+        // What chdb wrote (publisher_chdb.rs): standard base64 would be `BWRiLnQ/`, a nested path.
+        assert_eq!(key_node_name("db.t?"), "BWRiLnQ_");
+        assert_eq!(key_node_name("db.a>?"), "BmRiLmE-Pw==");
     }
 }
