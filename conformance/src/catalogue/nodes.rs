@@ -33,8 +33,9 @@ pub fn scenarios() -> Vec<Scenario> {
                 s(0, create("~/c/child", "")),
                 s(0, children2("~/c", false)),
                 s(0, create_as(OpCode::CreateContainer, "~/c", CONTAINER, 0)),
-                // Not yet: createContainer with flags 0 makes a container in ZooKeeper 3.8 (the
-                // opcode decides); testkeeper's zookeeper flavor answers BADARGUMENTS.
+                // The opcode, not the flags, makes a container in ZooKeeper 3.8.
+                s(0, create_as(OpCode::CreateContainer, "~/c0", PERSISTENT, 0)),
+                s(0, exists("~/c0", false)),
             ],
         },
         Scenario {
