@@ -184,6 +184,13 @@ async fn transcript(addr: SocketAddr, seed: u64, steps: usize) -> Vec<String> {
         };
         out.push(format!("#{i} s{who} {req:?} => {line}"));
     }
+    if std::env::var("TESTKEEPER_DIFF_DUMP").is_ok() {
+        let ids: Vec<String> = side.session_ids.iter().map(|i| format!("{i:#x}")).collect();
+        eprintln!(
+            "== {addr} sessions {ids:?}\n{}",
+            testkeeper_tests::four_letter_word(addr, "wchc", Duration::from_secs(5)).unwrap_or_default()
+        );
+    }
     // Closing a session deletes its ephemerals and fires the others' watches; close them all
     // so the next round starts from the same persistent tree on both servers.
     while side.clients.len() > 1 {
@@ -209,9 +216,16 @@ fn random_ops_match_zookeeper_3_8() {
     let zk = ZooKeeperProcess::start();
     let tk = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    for round in 0..3 {
-        let seed = seed().wrapping_add(round);
-        eprintln!("differential seed {seed} (replay with TESTKEEPER_SEED={seed})");
+    // One base seed for the whole run: later rounds start from the tree earlier rounds left, so
+    // only the base seed replays a failure exactly.
+    let base = seed();
+    eprintln!("differential base seed {base} (replay with TESTKEEPER_SEED={base})");
+    let seeds: Vec<u64> = match std::env::var("TESTKEEPER_DIFF_SEEDS") {
+        Ok(list) => list.split(',').map(|s| s.trim().parse().expect("TESTKEEPER_DIFF_SEEDS: numbers")).collect(),
+        Err(_) => (0..3).map(|r| base.wrapping_add(r)).collect(),
+    };
+    for (round, seed) in seeds.into_iter().enumerate() {
+        eprintln!("round {round}: seed {seed}");
         // Both servers start each round from the tree the last round left; zxids stay aligned
         // because every round runs the same sequence on both.
         let want = rt.block_on(transcript(zk.addr(), seed, 300));
@@ -224,7 +238,7 @@ fn random_ops_match_zookeeper_3_8() {
             let _ = std::fs::write(dir.join(format!("differential-{seed}-testkeeper.txt")), got.join("\n"));
         }
         for (w, g) in want.iter().zip(&got) {
-            assert_eq!(g, w, "testkeeper (left) differs from ZooKeeper 3.8 (right); seed {seed}");
+            assert_eq!(g, w, "testkeeper (left) differs from ZooKeeper 3.8 (right); base seed {base}, round {round}");
         }
         assert_eq!(want.len(), got.len());
     }

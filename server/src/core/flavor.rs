@@ -85,6 +85,9 @@ pub struct Rules {
     /// addWatch upgrades a one-shot (WatchManager.watcherModeManager, measured). Keeper keeps
     /// separate tables, so the kinds coexist.
     pub watch_mode_overwrites: bool,
+    /// A closing session's ephemerals are deleted in java.util.HashSet order (ZooKeeper's
+    /// per-session ephemeral set) rather than sorted; other sessions see the events in it.
+    pub java_hashset_close_order: bool,
     /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
     pub set_watches_reply_first: bool,
 }
@@ -114,6 +117,7 @@ impl Rules {
                 set_watches_reply_first: true,
                 preserve_null_data: false,
                 watch_mode_overwrites: false,
+                java_hashset_close_order: false,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -135,6 +139,7 @@ impl Rules {
                 set_watches_reply_first: false,
                 preserve_null_data: true,
                 watch_mode_overwrites: true,
+                java_hashset_close_order: true,
             },
         }
     }

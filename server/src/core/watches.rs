@@ -77,8 +77,14 @@ impl Watches {
     }
 
     fn recount(&mut self) {
-        self.recursive_count = self.data.values().flat_map(|m| m.values()).filter(|m| **m & RECURSIVE != 0).count();
-        // (Only the data table's recursive entries matter for ancestor walks.)
+        // Any recursive entry, in either table, makes triggers walk the ancestors.
+        self.recursive_count = self
+            .data
+            .values()
+            .chain(self.child.values())
+            .flat_map(|m| m.values())
+            .filter(|m| **m & RECURSIVE != 0)
+            .count();
     }
 
     /// Fires the sessions of `table[p]`: every mode fires on its own path, except that recursive
@@ -109,9 +115,16 @@ impl Watches {
                 self.data_trigger(p, event_type::NODE_DATA_CHANGED, rules, &mut events);
             }
             Trigger::Deleted(p) => {
-                let told = self.data_trigger(p, event_type::NODE_DELETED, rules, &mut events);
-                for s in Self::fire_path(&mut self.child, p, false) {
+                let mut told = self.data_trigger(p, event_type::NODE_DELETED, rules, &mut events);
+                // ZooKeeper's child table is walked like the data table for a delete: the
+                // node's own child watchers, and recursive entries of its ancestors (a recursive
+                // addWatch registers in both tables and survives a later one-shot data watch
+                // there; measured on 3.8.0).
+                let mut child = Self::fire_path(&mut self.child, p, false);
+                child.extend(self.recursive_ancestors(true, p).into_iter().map(|(s, _)| s));
+                for s in child {
                     if !told.contains(&s) {
+                        told.push(s);
                         events.push(Event { session: s, event_type: event_type::NODE_DELETED, path: p.clone() });
                     }
                 }
@@ -131,22 +144,11 @@ impl Watches {
     fn data_trigger(&mut self, p: &str, ty: i32, rules: &Rules, events: &mut Vec<Event>) -> Vec<i64> {
         let mut told = Self::fire_path(&mut self.data, p, false);
         let mut extra = Vec::new();
-        if self.recursive_count > 0 {
-            let mut cur = path::split(p).map(|(parent, _)| parent);
-            while let Some(a) = cur {
-                if let Some(entries) = self.data.get(a) {
-                    for (s, modes) in entries {
-                        if modes & RECURSIVE == 0 {
-                            continue;
-                        }
-                        if rules.recursive_event_names_watch_path {
-                            extra.push(Event { session: *s, event_type: ty, path: a.to_string() });
-                        } else if !told.contains(s) {
-                            told.push(*s);
-                        }
-                    }
-                }
-                cur = path::split(a).map(|(parent, _)| parent);
+        for (s, a) in self.recursive_ancestors(false, p) {
+            if rules.recursive_event_names_watch_path {
+                extra.push(Event { session: s, event_type: ty, path: a });
+            } else if !told.contains(&s) {
+                told.push(s);
             }
         }
         told.sort_unstable();
@@ -155,6 +157,24 @@ impl Watches {
         }
         events.extend(extra);
         told
+    }
+
+    /// Recursive entries of the strict ancestors of `p` in the data table (or the child table),
+    /// nearest first, as (session, watched path).
+    fn recursive_ancestors(&self, child_table: bool, p: &str) -> Vec<(i64, String)> {
+        let mut out = Vec::new();
+        if self.recursive_count == 0 {
+            return out;
+        }
+        let table = if child_table { &self.child } else { &self.data };
+        let mut cur = path::split(p).map(|(parent, _)| parent);
+        while let Some(a) = cur {
+            if let Some(entries) = table.get(a) {
+                out.extend(entries.iter().filter(|(_, m)| **m & RECURSIVE != 0).map(|(s, _)| (*s, a.to_string())));
+            }
+            cur = path::split(a).map(|(parent, _)| parent);
+        }
+        out
     }
 
     /// Drops every watch of a session (it closed or expired).

@@ -53,7 +53,15 @@ impl State {
 
     /// Decides the end of a session: lists the ephemerals to delete, ordered.
     pub fn prepare_close_session(&self, id: i64) -> Txn {
-        let ephemerals = self.tree.ephemerals_of(id).map(str::to_string).collect();
+        let mut ephemerals: Vec<String> = self.tree.ephemerals_of(id).map(str::to_string).collect();
+        if self.rules.java_hashset_close_order {
+            // ZooKeeper deletes a closing session's ephemerals in the iteration order of its
+            // per-session java.util.HashSet: by bucket of String.hashCode, then by insertion
+            // (creation) order. The order shows in the watch events other sessions receive.
+            let cap = java_hashset_capacity(ephemerals.len());
+            let czxid = |p: &str| self.tree.get(p).map_or(0, |n| n.stat.czxid);
+            ephemerals.sort_by_key(|p| (java_bucket(p, cap), czxid(p)));
+        }
         Txn::CloseSession { id, ephemerals }
     }
 }
@@ -72,6 +80,37 @@ fn prepare_op(state: &State, view: &mut View<'_>, req: &Request, ctx: &Ctx<'_>) 
         Request::CheckNotExists(c) => check::prepare_not_exists(state, view, &c.path, c.version, ctx),
         Request::CheckStat(c) => check::prepare_stat(state, view, c, ctx),
         _ => Err(ZkError::BadArguments),
+    }
+}
+
+/// Java's `String.hashCode` spread as `HashMap.hash` does, masked to a table of `cap` buckets.
+fn java_bucket(s: &str, cap: usize) -> usize {
+    let h = s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    let h = h as u32;
+    ((h ^ (h >> 16)) as usize) & (cap - 1)
+}
+
+/// The table size of a `HashSet` holding `n` entries (initial 16, doubling past 3/4 full).
+/// A set that once held more than it holds now may be larger; that history is not kept.
+fn java_hashset_capacity(n: usize) -> usize {
+    let mut cap = 16;
+    while n * 4 > cap * 3 {
+        cap *= 2;
+    }
+    cap
+}
+
+#[cfg(test)]
+mod java_order_tests {
+    use super::*;
+
+    #[test]
+    fn java_string_hash_buckets() {
+        // "hello".hashCode() == 99162322 in Java; spread: h ^ (h >>> 16).
+        let h: u32 = 99162322;
+        assert_eq!(java_bucket("hello", 16), ((h ^ (h >> 16)) & 15) as usize);
+        assert_eq!(java_hashset_capacity(12), 16);
+        assert_eq!(java_hashset_capacity(13), 32);
     }
 }
 
