@@ -38,7 +38,14 @@ zk.stop()
 fn kazoo_sees_a_dropped_response_as_connection_loss_and_the_write_as_applied() {
     require_external!("kazoo venv", kazoo_venv_ready());
     for flavor in ["zookeeper", "keeper"] {
-        let tk = TestkeeperProcess::start(&["--flavor", flavor, "--fault", "drop-response:op=create,path=/f/*,count=1", "--seed", "7"]);
+        let tk = TestkeeperProcess::start(&[
+            "--flavor",
+            flavor,
+            "--fault",
+            "drop-response:op=create,path=/f/*,count=1",
+            "--seed",
+            "7",
+        ]);
         let out = Command::new(venv_python()).args(["-c", SCRIPT, &tk.addr().to_string()]).output().expect("python");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
