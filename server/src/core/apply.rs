@@ -6,7 +6,7 @@
 use testkeeper_wire::{Stat, ZkError};
 
 use super::digest::DIGEST_VERSION;
-use super::node::{Node, NodeStat};
+use super::node::{Data, Node, NodeStat};
 use super::path;
 use super::state::{SessionInfo, State};
 use super::txn::{CreateTxn, Entry, Op, Txn};
@@ -123,8 +123,7 @@ impl State {
                 let keep_null = self.rules.preserve_null_data;
                 self.tree.modify(path, |n| {
                     assert_eq!(n.stat.version.wrapping_add(1), *version, "invariant: version of {path}");
-                    n.data = data.clone().unwrap_or_default();
-                    n.null_data = keep_null && data.is_none();
+                    n.data = Data::new(data.as_deref(), keep_null);
                     n.stat.version = *version;
                     n.stat.mzxid = zxid;
                     n.stat.mtime = time;
@@ -162,9 +161,8 @@ impl State {
             ephemeral_owner: c.ephemeral_owner,
             ..NodeStat::default()
         };
-        let null_data = self.rules.preserve_null_data && c.data.is_none();
-        let data = c.data.clone().unwrap_or_default();
-        self.tree.insert(&c.path, Node { data, null_data, acl: c.acl.clone(), stat, ttl: c.ttl, ..Node::default() });
+        let data = Data::new(c.data.as_deref(), self.rules.preserve_null_data);
+        self.tree.insert(&c.path, Node { data, acl: c.acl.clone(), stat, ttl: c.ttl, ..Node::default() });
         self.tree.modify(parent, |p| {
             assert_eq!(
                 p.stat.cversion.wrapping_add(1),
@@ -173,7 +171,7 @@ impl State {
                 c.path
             );
             p.stat.cversion = c.parent_cversion;
-            p.seq += 1;
+            p.bump_seq();
             p.stat.pzxid = zxid;
         });
         triggers.push(Trigger::Created(c.path.clone()));

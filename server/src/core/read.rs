@@ -33,7 +33,7 @@ impl State {
             Request::Exists(r) => Response::Stat(self.node(&r.path)?.client_stat(hide)),
             Request::GetData(r) => {
                 let n = self.readable(&r.path, auth)?;
-                let data = if n.null_data { None } else { Some(n.data.clone()) };
+                let data = if n.data.is_null() { None } else { Some(n.data.to_vec()) };
                 Response::Data { data, stat: n.client_stat(hide) }
             }
             Request::GetAcl(r) => {
@@ -88,7 +88,7 @@ impl State {
                         resp.stats.push(child.client_stat(hide));
                     }
                     if r.with_data {
-                        resp.data.push(Buffer(child.data.clone()));
+                        resp.data.push(Buffer(child.data.to_vec()));
                     }
                     resp.names.push(name);
                 }

@@ -77,6 +77,9 @@ pub struct ConnInfo {
     pub auth: Vec<AuthId>,
     /// Set by a `drop-response` fault: frames for this connection are discarded until it closes.
     pub muted: bool,
+    /// Frames encoded since the last `flush`: a batch of pipelined requests becomes one
+    /// buffer, one queue message and one writer wake-up instead of one of each per reply.
+    out: BytesMut,
 }
 
 /// The state machine plus everything around it that is per server.
@@ -94,6 +97,8 @@ pub struct Engine {
     pub log: VecDeque<Entry>,
     next_index: u64,
     next_conn: u64,
+    /// Connections whose `out` may hold frames (duplicates are harmless).
+    dirty: Vec<u64>,
     /// Secret mixed into session passwords (from the seed): passwords are not tree state.
     secret: u64,
     last_gc_ms: i64,
@@ -124,6 +129,7 @@ impl Engine {
             log: VecDeque::new(),
             next_index: 1,
             next_conn: 1,
+            dirty: Vec::new(),
             last_gc_ms: now,
         }
     }
@@ -148,6 +154,7 @@ impl Engine {
                 last_latency_ms: 0,
                 auth: Vec::new(),
                 muted: false,
+                out: BytesMut::new(),
             },
         );
         id
@@ -189,43 +196,66 @@ impl Engine {
 
     /// Queues a watch notification for a session, if it is connected.
     pub fn send_event(&mut self, session: i64, event_type: i32, path: &str) {
+        let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) else { return };
         let header = ReplyHeader { xid: WATCH_XID, zxid: -1, err: 0 };
-        let mut buf = BytesMut::new();
-        testkeeper_wire::frame::put_frame(&mut buf, |out| {
+        let event = WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() };
+        self.queue_frame(conn, |out| {
             use testkeeper_wire::jute::Encode;
-            header.encode(out);
-            WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() }.encode(out);
+            testkeeper_wire::frame::put_frame(out, |out| {
+                header.encode(out);
+                event.encode(out);
+            });
         });
-        self.send_to_session(session, buf.freeze());
     }
 
-    fn send_to_session(&mut self, session: i64, frame: Bytes) {
-        if let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) {
-            self.send(conn, frame);
-        }
-    }
-
-    /// Queues bytes on a connection.
+    /// Queues bytes (one or more whole frames) on a connection.
     pub fn send(&mut self, conn: u64, frame: Bytes) {
-        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
-            c.sent += 1;
-            self.stats.packets_sent += 1;
-            let _ = c.tx.send(Out::Frame(frame));
-        }
+        self.queue_frame(conn, |out| out.extend_from_slice(&frame));
     }
 
     /// Queues a reply frame on a connection.
     pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
-        let mut buf = BytesMut::new();
-        put_reply(&mut buf, &ReplyHeader { xid, zxid, err }, body);
         if let Some(c) = self.conns.get_mut(&conn) {
             c.last_zxid = zxid;
         }
-        self.send(conn, buf.freeze());
+        self.queue_frame(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
+    }
+
+    /// Encodes one frame into the connection's pending output (dropped if the connection is
+    /// muted). It reaches the writer at the next `flush`, in the order it was queued.
+    fn queue_frame(&mut self, conn: u64, encode: impl FnOnce(&mut BytesMut)) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
+            c.sent += 1;
+            self.stats.packets_sent += 1;
+            if c.out.is_empty() {
+                self.dirty.push(conn);
+            }
+            encode(&mut c.out);
+        }
+    }
+
+    /// Hands every connection's pending frames to its writer. The network shell calls this
+    /// whenever it releases the engine lock (`net::EngineGuard`), so nothing waits longer
+    /// than the batch that produced it.
+    pub fn flush(&mut self) {
+        for conn in std::mem::take(&mut self.dirty) {
+            self.flush_conn(conn);
+        }
+    }
+
+    /// Hands one connection's pending frames to its writer: before anything else is queued
+    /// on its channel (close, fault markers), so they keep their order.
+    pub fn flush_conn(&mut self, conn: u64) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.out.is_empty()) {
+            // `split` leaves the spare capacity behind, and `reserve` reclaims the whole
+            // buffer once the writer has dropped the frozen part: few allocations per batch.
+            let _ = c.tx.send(Out::Frame(c.out.split().freeze()));
+        }
     }
 
     /// Asks a connection's writer to close it after what is queued.
     pub fn close_conn(&mut self, conn: u64) {
+        self.flush_conn(conn);
         if let Some(c) = self.conns.get(&conn) {
             let _ = c.tx.send(Out::Close);
         }

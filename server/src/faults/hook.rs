@@ -74,6 +74,8 @@ impl Engine {
     }
 
     fn queue_out(&mut self, conn: u64, out: Out) {
+        // Replies already encoded for this connection go ahead of the marker.
+        self.flush_conn(conn);
         if let Some(c) = self.conns.get(&conn) {
             let _ = c.tx.send(out);
         }

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod listener;
 mod writer;
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::config::ServerConfig;
@@ -30,9 +31,38 @@ impl Shared {
 
     /// Locks the engine. A panic inside the engine is a broken invariant: the poison is not
     /// cleared, so every later request fails loudly instead of serving a diverged tree.
-    pub fn engine(&self) -> MutexGuard<'_, Engine> {
-        self.engine
-            .lock()
-            .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve"))
+    pub fn engine(&self) -> EngineGuard<'_> {
+        EngineGuard(
+            self.engine
+                .lock()
+                .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve")),
+        )
+    }
+}
+
+/// The locked engine. Releasing it flushes the frames the holder produced to their writers
+/// (`Engine::flush`), so every caller, batch or not, sends what it queued.
+pub struct EngineGuard<'a>(MutexGuard<'a, Engine>);
+
+impl Deref for EngineGuard<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.0
+    }
+}
+
+impl DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.0
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        // A panic inside the engine is a broken invariant: send nothing more of that state.
+        if !std::thread::panicking() {
+            self.0.flush();
+        }
     }
 }

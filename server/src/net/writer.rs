@@ -2,7 +2,7 @@
 //! already queued into one write, and closes the socket when told. Fault markers in the queue
 //! are honoured in order: a delay holds everything queued after it, a reset aborts the socket.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -16,10 +16,19 @@ pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed:
     let mut reset = false;
     'outer: while let Some(first) = rx.recv().await {
         let (mut close, mut delay) = (false, None);
+        // The engine hands over a whole batch as one `Frame`; when it is alone in the queue it
+        // is written as is, without the copy into `buf` that coalescing several needs.
+        let mut single: Option<Bytes> = None;
         let mut next = Some(first);
         while let Some(out) = next {
             match out {
-                Out::Frame(b) => buf.extend_from_slice(&b),
+                Out::Frame(b) if buf.is_empty() && single.is_none() => single = Some(b),
+                Out::Frame(b) => {
+                    if let Some(s) = single.take() {
+                        buf.extend_from_slice(&s);
+                    }
+                    buf.extend_from_slice(&b);
+                }
                 Out::Close => {
                     close = true;
                     break;
@@ -35,7 +44,12 @@ pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed:
             }
             next = rx.try_recv().ok();
         }
-        if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
+        let written = match single.take() {
+            Some(s) => wr.write_all(&s).await,
+            None if !buf.is_empty() => wr.write_all(&buf).await,
+            None => Ok(()),
+        };
+        if written.is_err() {
             break 'outer;
         }
         buf.clear();

@@ -100,6 +100,14 @@ fn java_hashset_capacity(n: usize) -> usize {
     cap
 }
 
+/// `expected == -1` matches any version; returns the next version.
+fn check_version(current: i32, expected: i32) -> Result<i32, ZkError> {
+    if expected != -1 && expected != current {
+        return Err(ZkError::BadVersion);
+    }
+    Ok(current.wrapping_add(1))
+}
+
 #[cfg(test)]
 mod java_order_tests {
     use super::*;
@@ -112,12 +120,4 @@ mod java_order_tests {
         assert_eq!(java_hashset_capacity(12), 16);
         assert_eq!(java_hashset_capacity(13), 32);
     }
-}
-
-/// `expected == -1` matches any version; returns the next version.
-fn check_version(current: i32, expected: i32) -> Result<i32, ZkError> {
-    if expected != -1 && expected != current {
-        return Err(ZkError::BadVersion);
-    }
-    Ok(current.wrapping_add(1))
 }

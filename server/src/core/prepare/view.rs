@@ -49,7 +49,7 @@ impl<'a> View<'a> {
             stat: n.stat,
             acl: n.acl.clone(),
             num_children: n.children.len() as i32,
-            seq: n.seq,
+            seq: n.seq(),
             ttl: n.ttl,
             data_len: n.data.len() as i32,
         })
