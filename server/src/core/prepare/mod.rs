@@ -55,12 +55,15 @@ impl State {
     pub fn prepare_close_session(&self, id: i64) -> Txn {
         let mut ephemerals: Vec<String> = self.tree.ephemerals_of(id).map(str::to_string).collect();
         if self.rules.java_hashset_close_order {
-            // ZooKeeper deletes a closing session's ephemerals in the iteration order of its
-            // per-session java.util.HashSet: by bucket of String.hashCode, then by insertion
-            // (creation) order. The order shows in the watch events other sessions receive.
-            let cap = java_hashset_capacity(ephemerals.len());
+            // ZooKeeper deletes a closing session's ephemerals in the iteration order of a
+            // *clone* of its per-session java.util.HashSet (PrepRequestProcessor copies it into
+            // the CloseSessionTxn). The clone is pre-sized for its size, so its order is: bucket
+            // in the clone's smaller table, then the original's order (its bucket, then creation
+            // order). The order shows in the watch events other sessions receive.
+            let n = ephemerals.len();
+            let (cap, clone_cap) = (java_hashset_capacity(n), java_clone_capacity(n));
             let czxid = |p: &str| self.tree.get(p).map_or(0, |n| n.stat.czxid);
-            ephemerals.sort_by_key(|p| (java_bucket(p, cap), czxid(p)));
+            ephemerals.sort_by_key(|p| (java_bucket(p, clone_cap), java_bucket(p, cap), czxid(p)));
         }
         Txn::CloseSession { id, ephemerals }
     }
@@ -100,6 +103,13 @@ fn java_hashset_capacity(n: usize) -> usize {
     cap
 }
 
+/// The table size `HashMap.clone()` picks for `n` entries on Java 17 (`putMapEntries` pre-sizing:
+/// `tableSizeFor((int)(n / 0.75f + 1))`).
+fn java_clone_capacity(n: usize) -> usize {
+    let t = ((n as f32) / 0.75 + 1.0) as usize;
+    t.max(1).next_power_of_two()
+}
+
 /// `expected == -1` matches any version; returns the next version.
 fn check_version(current: i32, expected: i32) -> Result<i32, ZkError> {
     if expected != -1 && expected != current {
@@ -119,5 +129,7 @@ mod java_order_tests {
         assert_eq!(java_bucket("hello", 16), ((h ^ (h >> 16)) & 15) as usize);
         assert_eq!(java_hashset_capacity(12), 16);
         assert_eq!(java_hashset_capacity(13), 32);
+        assert_eq!((java_clone_capacity(1), java_clone_capacity(2), java_clone_capacity(3)), (2, 4, 8));
+        assert_eq!((java_clone_capacity(6), java_clone_capacity(12)), (16, 32));
     }
 }
