@@ -48,6 +48,23 @@ fn assert_healthy_baseline(zk: &SuiteRun) {
 
 /// The baseline alone: proves the runner and ZooKeeper setup work, and keeps
 /// doing so even while testkeeper itself is failing.
+/// kazoo's suite has timing-sensitive tests (sleeps, short session timeouts) that can fail on a
+/// loaded 2-core machine against any server. A test that fails here is run once more, alone;
+/// only one that fails again counts. The first failure is still printed.
+fn still_failing(label: &str, hosts: &str, ids: &[String]) -> Vec<String> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<&str> = ids.iter().map(|id| id.rsplit("::").next().unwrap_or(id)).collect();
+    let filter = names.join(" or ");
+    eprintln!("re-running {} kazoo test(s) once: {filter}", ids.len());
+    let rerun = match run_suite(&format!("{label}-rerun"), hosts, &out_dir(), Some(&filter)) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    };
+    ids.iter().filter(|id| rerun.outcomes.get(id.as_str()).is_none_or(|o| o != "passed")).cloned().collect()
+}
+
 /// kazoo tests that fail against `--flavor keeper` because of a documented Keeper difference
 /// (docs/flavors.md), each with the difference that explains it.
 const KEEPER_EXPECTED_FAILURES: &[(&str, &str)] = &[
@@ -70,11 +87,13 @@ fn kazoo_suite_keeper_flavor_fails_only_on_documented_differences() {
         .unwrap_or_else(|e| panic!("{e}\ntestkeeper log tail:\n{}", tk_server.log_tail(30)));
     eprintln!("{}", tk.summary());
     assert_healthy_baseline(&tk);
-    let unexplained: Vec<&str> = ["failed", "error", "timeout"]
+    let unexplained: Vec<String> = ["failed", "error", "timeout"]
         .iter()
         .flat_map(|o| tk.with_outcome(o))
         .filter(|id| !KEEPER_EXPECTED_FAILURES.iter().any(|(t, _)| id.ends_with(t)))
+        .map(str::to_string)
         .collect();
+    let unexplained = still_failing("testkeeper-keeper", &tk_server.connect_string(), &unexplained);
     assert!(
         unexplained.is_empty(),
         "kazoo failures in keeper flavor not explained by docs/flavors.md: {unexplained:?}"
@@ -117,7 +136,13 @@ fn kazoo_suite_testkeeper_matches_zookeeper() {
         eprintln!("passing on testkeeper but not on ZooKeeper (informational): {fixed:?}");
     }
 
-    let regressed = regressions(&zk, &tk);
+    let mut regressed = regressions(&zk, &tk);
+    if !regressed.is_empty() {
+        eprintln!("first run: {} regression(s): {regressed:?}", regressed.len());
+        let ids: Vec<String> = regressed.iter().map(|(id, _)| id.clone()).collect();
+        let again = still_failing("testkeeper-zookeeper", &tk_server.connect_string(), &ids);
+        regressed.retain(|(id, _)| again.contains(id));
+    }
     if !regressed.is_empty() {
         let mut report = format!(
             "{} kazoo test(s) pass against ZooKeeper but not against testkeeper --flavor zookeeper:\n",
