@@ -19,7 +19,7 @@ use testkeeper_wire::Request;
 use tokio::task::JoinSet;
 
 use super::mix::{Mix, Workload};
-use super::stats::Recorder;
+use super::stats::{Recorder, Samples};
 
 /// Requests kept in flight by setup and cleanup, which are not measured.
 const SETUP_WINDOW: usize = 256;
@@ -99,6 +99,8 @@ pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recor
     send_all(&clients, (0..cfg.keys).map(|i| workload.create(workload.key(i)))).await?;
 
     let claimed = Arc::new(AtomicU64::new(0));
+    // Slots share the ops unevenly; a bit over the even share avoids most regrowth.
+    let per_slot = (cfg.ops as usize / (cfg.sessions * cfg.pipeline).max(1)) * 5 / 4 + 16;
     let mut set = JoinSet::new();
     let start = Instant::now();
     for (s, client) in clients.iter().enumerate() {
@@ -107,14 +109,14 @@ pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recor
             let (client, workload, claimed, mix) = (client.clone(), workload.clone(), claimed.clone(), cfg.mix.clone());
             let (ops, mut rng) = (cfg.ops, ChaCha8Rng::seed_from_u64(seed ^ (slot as u64 + 1).wrapping_mul(0x9E37)));
             set.spawn(async move {
-                let mut rec = Recorder::default();
+                let mut rec = Samples::with_capacity(per_slot);
                 loop {
                     let n = claimed.fetch_add(1, Ordering::Relaxed);
                     if n >= ops {
                         break;
                     }
                     let kind = mix.pick(&mut rng);
-                    let req = workload.request(kind, &mut rng, &format!("m{slot}-{n}"));
+                    let req = workload.request(kind, &mut rng, slot, n);
                     let t0 = Instant::now();
                     match client.call(req).await {
                         Ok(reply) => rec.record(kind, t0.elapsed(), reply.header.err),
@@ -130,7 +132,7 @@ pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recor
     }
     let mut total = Recorder::default();
     while let Some(r) = set.join_next().await {
-        total.merge(&r.map_err(|e| e.to_string())?);
+        total.record_all(&r.map_err(|e| e.to_string())?);
     }
     let elapsed = start.elapsed();
 
@@ -157,9 +159,10 @@ pub async fn populate(addr: SocketAddr, n: u64, value_size: usize, seed: u64) ->
     rng.fill(&mut value[..]);
     let w = Workload { prefix: random_prefix(&mut rng, "mem"), keys: 0, value };
     let parents = n.div_ceil(1000);
-    let mut reqs = vec![w.create(w.prefix.clone())];
-    reqs.extend((0..parents).map(|p| w.create(format!("{}/b{p}", w.prefix))));
-    send_all(&clients[..1], reqs).await?;
+    // The prefix first, on its own: send_all's tasks may reach the connection in any order,
+    // and a parent created before the prefix fails with NoNode (and then its 1000 children).
+    send_all(&clients[..1], [w.create(w.prefix.clone())]).await?;
+    send_all(&clients[..1], (0..parents).map(|p| w.create(format!("{}/b{p}", w.prefix)))).await?;
     let nodes = (0..n).map(|i| w.create(format!("{}/b{}/n{}", w.prefix, i / 1000, i % 1000)));
     let failed = send_all(&clients, nodes).await?;
     if failed > 0 {

@@ -112,8 +112,8 @@ impl Workload {
         Request::Create(CreateOp { op: OpCode::Create, req, ttl: 0 })
     }
 
-    /// One request of `kind`; `unique` names the fresh key a multi uses.
-    pub fn request(&self, kind: OpKind, rng: &mut impl Rng, unique: &str) -> Request {
+    /// One request of `kind`; a multi's fresh key is `m{slot}-{n}`, named only when used.
+    pub fn request(&self, kind: OpKind, rng: &mut impl Rng, slot: usize, n: u64) -> Request {
         let mut key = || self.key(rng.gen_range(0..self.keys));
         match kind {
             OpKind::Create => self.create(key()),
@@ -123,7 +123,7 @@ impl Workload {
             }
             OpKind::Delete => Request::Delete(DeleteRequest { path: key(), version: -1 }),
             OpKind::Multi => {
-                let path = format!("{}/{unique}", self.prefix);
+                let path = format!("{}/m{slot}-{n}", self.prefix);
                 Request::Multi(vec![self.create(path.clone()), Request::Delete(DeleteRequest { path, version: -1 })])
             }
             OpKind::List => Request::GetChildren(GetChildrenRequest { path: self.prefix.clone(), watch: false }),
