@@ -70,21 +70,7 @@ pub async fn walk(client: &Client) -> Result<TreeDigests, ClientError> {
             }
             Err(e) => return Err(e),
         };
-        let input = DigestInput {
-            path: &path,
-            data: &data,
-            czxid: stat.czxid,
-            mzxid: stat.mzxid,
-            ctime: stat.ctime,
-            mtime: stat.mtime,
-            version: stat.version,
-            cversion: stat.cversion,
-            aversion: stat.aversion,
-            ephemeral_owner: stat.ephemeral_owner,
-            num_children: stat.num_children,
-            pzxid: stat.pzxid,
-            ttl: 0,
-        };
+        let input = DigestInput::from_stat(&path, &data, &stat);
         out.nodes += 1;
         out.keeper_digest = out.keeper_digest.wrapping_add(node_digest(&input));
         out.content_digest = out.content_digest.wrapping_add(content_digest(&path, &data, &stat));

@@ -34,6 +34,27 @@ pub struct DigestInput<'a> {
     pub ttl: i64,
 }
 
+impl<'a> DigestInput<'a> {
+    /// The formula's input from what a client reads (`ttl` is not visible to clients: 0).
+    pub fn from_stat(path: &'a str, data: &'a [u8], s: &testkeeper_wire::Stat) -> DigestInput<'a> {
+        DigestInput {
+            path,
+            data,
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            ctime: s.ctime,
+            mtime: s.mtime,
+            version: s.version,
+            cversion: s.cversion,
+            aversion: s.aversion,
+            ephemeral_owner: s.ephemeral_owner,
+            num_children: s.num_children,
+            pzxid: s.pzxid,
+            ttl: 0,
+        }
+    }
+}
+
 /// The digest of one node. Never 0: Keeper (V4+) maps 0 to 1 so 0 can mean "not computed".
 pub fn node_digest(n: &DigestInput<'_>) -> u64 {
     let mut h = SipHasher24::new_with_keys(0, 0);

@@ -1,7 +1,9 @@
 //! Where ClickHouse Keeper and Apache ZooKeeper differ, as data: one switch per difference.
 //!
-//! Every field of [`Rules`] is documented in `docs/flavors.md` with its source. Code elsewhere
-//! asks the rules; it never branches on the flavor name.
+//! Every field of [`Rules`] is documented in `docs/flavors.md` with its source. The state
+//! machine and the request path (engine/dispatch.rs, engine/session.rs) ask the rules and never
+//! branch on the flavor name; only per-flavor defaults (config.rs), the four-letter-word texts
+//! (fourlw.rs) and Keeper's handshake-length check on the first bytes (net/conn.rs) do.
 
 use std::fmt;
 use std::str::FromStr;
@@ -88,6 +90,27 @@ pub struct Rules {
     /// A closing session's ephemerals are deleted in java.util.HashSet order (ZooKeeper's
     /// per-session ephemeral set) rather than sorted; other sessions see the events in it.
     pub java_hashset_close_order: bool,
+    /// Connection-level behaviour of ZooKeeper (true) or Keeper (false), measured on 3.8.0 and
+    /// checked by tests/tests/zk_quirks.rs: resumption of a session by id and password, a
+    /// random password, the readOnly byte echoed to a 45-byte handshake, refusal of a client
+    /// that saw a newer zxid, an `ip` identity on every connection.
+    pub zookeeper_sessions: bool,
+    /// Which opcodes the server knows: ZooKeeper's (whoAmI, getEphemerals,
+    /// getAllChildrenNumber) or Keeper's (500..507). Anything else is an unknown op.
+    pub zookeeper_ops: bool,
+    /// An unknown op gets UNIMPLEMENTED (zxid -1) before the close (ZooKeeper) or a bare close.
+    pub unknown_op_replies: bool,
+    /// multi accepts only create variants, delete, setData and check, multiRead only getData and
+    /// getChildren; other sub-ops: MARSHALLINGERROR (ZooKeeper's MultiOperationRecord).
+    pub multi_sub_ops_restricted: bool,
+    /// Auth replies carry zxid 0, and AUTHFAILED closes the connection (ZooKeeper); Keeper
+    /// answers with the last zxid and keeps the connection.
+    pub auth_zookeeper_style: bool,
+    /// closeSession is answered before the socket closes (ZooKeeper) or not at all (Keeper).
+    pub close_is_answered: bool,
+    /// A standalone check (op 13, 501, 504) is served like a read without a zxid (Keeper), or
+    /// is a write whose success ZooKeeper never answers (its reply serializer fails).
+    pub standalone_check_is_read: bool,
     /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
     pub set_watches_reply_first: bool,
 }
@@ -118,6 +141,13 @@ impl Rules {
                 preserve_null_data: false,
                 watch_mode_overwrites: false,
                 java_hashset_close_order: false,
+                zookeeper_sessions: false,
+                zookeeper_ops: false,
+                unknown_op_replies: false,
+                multi_sub_ops_restricted: false,
+                auth_zookeeper_style: false,
+                close_is_answered: false,
+                standalone_check_is_read: true,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -140,8 +170,23 @@ impl Rules {
                 preserve_null_data: true,
                 watch_mode_overwrites: true,
                 java_hashset_close_order: true,
+                zookeeper_sessions: true,
+                zookeeper_ops: true,
+                unknown_op_replies: true,
+                multi_sub_ops_restricted: true,
+                auth_zookeeper_style: true,
+                close_is_answered: true,
+                standalone_check_is_read: false,
             },
         }
+    }
+
+    /// Whether the flavor's real server knows `op` at all.
+    pub fn knows_op(&self, op: testkeeper_wire::OpCode) -> bool {
+        use testkeeper_wire::OpCode;
+        let keeper_only = (op as i32) >= 500;
+        let zk_only = matches!(op, OpCode::WhoAmI | OpCode::GetEphemerals | OpCode::GetAllChildrenNumber);
+        op != OpCode::Sasl && if self.zookeeper_ops { !keeper_only } else { !zk_only }
     }
 
     /// Formats a sequential suffix from the parent's counter, as the flavor's server does.

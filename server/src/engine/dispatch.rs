@@ -9,7 +9,6 @@ use tracing::{debug, warn};
 
 use super::{reply, Engine};
 use crate::core::acl;
-use crate::core::flavor::Flavor;
 use crate::core::prepare::Ctx;
 use crate::core::txn::Txn;
 use crate::core::watches::WatchKind;
@@ -26,12 +25,7 @@ pub enum Flow {
 impl Engine {
     /// Whether this flavor's real server knows `op` at all.
     pub fn supports(&self, op: OpCode) -> bool {
-        let keeper_only = (op as i32) >= 500;
-        let zk_only = matches!(op, OpCode::WhoAmI | OpCode::GetEphemerals | OpCode::GetAllChildrenNumber);
-        match self.cfg.flavor {
-            Flavor::Keeper => !zk_only && op != OpCode::Sasl,
-            Flavor::Zookeeper => !keeper_only && op != OpCode::Sasl,
-        }
+        self.state.rules.knows_op(op)
     }
 
     /// Handles one decoded request from connection `conn`.
@@ -58,7 +52,7 @@ impl Engine {
             Step::Done(flow) => return flow,
             step => step,
         };
-        if self.cfg.flavor == Flavor::Zookeeper && !zookeeper_multi_ok(&req) {
+        if self.state.rules.multi_sub_ops_restricted && !zookeeper_multi_ok(&req) {
             // ZooKeeper's MultiOperationRecord refuses other sub-op types while deserializing:
             // MARSHALLINGERROR, nothing applied, no zxid, connection kept (measured on 3.8.0).
             self.reply(conn, xid, self.state.zxid, ZkError::MarshallingError.code(), &Response::Empty);
@@ -80,27 +74,25 @@ impl Engine {
     /// and then closes the connection (measured on 3.8.0); Keeper fails to parse it and drops
     /// the connection without a reply.
     pub fn unknown_op(&mut self, conn: u64, xid: i32, op: i32) -> Flow {
-        match self.cfg.flavor {
-            Flavor::Zookeeper => {
-                debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
-                self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
-                Flow::Close
-            }
-            Flavor::Keeper => {
-                warn!(op, "unknown opcode: closing the connection, as Keeper does");
-                Flow::Close
-            }
+        if self.state.rules.unknown_op_replies {
+            debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
+            self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
+        } else {
+            warn!(op, "unknown opcode: closing the connection, as Keeper does");
         }
+        Flow::Close
     }
 
     fn dispatch(&mut self, conn: u64, session: i64, xid: i32, req: Request) -> Flow {
         let zxid = self.state.zxid;
-        let zk = self.cfg.flavor == Flavor::Zookeeper;
+        let rules = &self.state.rules;
+        let (auth_zk, close_answered, check_is_read) =
+            (rules.auth_zookeeper_style, rules.close_is_answered, rules.standalone_check_is_read);
         match req {
             Request::Ping => self.reply(conn, xid, zxid, 0, &Response::Empty),
             Request::Auth(a) => {
                 // ZooKeeper answers auth with zxid 0 (measured on 3.8.0).
-                let zxid = if zk { 0 } else { zxid };
+                let zxid = if auth_zk { 0 } else { zxid };
                 match acl::authenticate(&a.scheme, &a.auth, self.cfg.super_digest.as_deref()) {
                     Ok(id) => {
                         if let Some(c) = self.conns.get_mut(&conn) {
@@ -113,7 +105,7 @@ impl Engine {
                     Err(e) => {
                         self.reply(conn, xid, zxid, e.code(), &Response::Empty);
                         // ZooKeeper closes the connection after AUTHFAILED; Keeper keeps it.
-                        if zk {
+                        if auth_zk {
                             return Flow::Close;
                         }
                     }
@@ -125,7 +117,7 @@ impl Engine {
                 self.sessions.remove(&session);
                 self.watches.remove_session(session);
                 // Keeper closes the socket without answering the close.
-                if zk {
+                if close_answered {
                     self.reply(conn, xid, entry.zxid, 0, &Response::Empty);
                 }
                 return Flow::Close;
@@ -161,7 +153,7 @@ impl Engine {
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::Reconfig => self.reply(conn, xid, zxid, ZkError::ReconfigDisabled.code(), &Response::Empty),
-            Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) if !zk => {
+            Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) if check_is_read => {
                 // Keeper serves a standalone check locally, like a read: no zxid.
                 let auth = self.auth_of(conn);
                 let err = match self.state.prepare(&req, &Ctx { session, auth: &auth }) {
@@ -188,7 +180,7 @@ impl Engine {
                 let (err, body) = reply::response(&req, &applied.outcome);
                 // ZooKeeper 3.8 never answers a successful standalone check (its reply
                 // serializer fails on the missing stat); the txn still takes a zxid.
-                if zk && err == 0 && matches!(req, Request::Check(_)) {
+                if !check_is_read && err == 0 && matches!(req, Request::Check(_)) {
                     return Flow::Continue;
                 }
                 self.reply(conn, xid, entry.zxid, err, &body);

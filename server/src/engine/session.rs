@@ -9,7 +9,6 @@ use tracing::{debug, info, warn};
 
 use super::Engine;
 use crate::core::apply::Outcome;
-use crate::core::flavor::Flavor;
 use crate::core::prepare::Ctx;
 use crate::core::txn::Txn;
 
@@ -36,12 +35,8 @@ pub enum Handshake {
 }
 
 impl Engine {
-    fn is_zk(&self) -> bool {
-        self.cfg.flavor == Flavor::Zookeeper
-    }
-
     fn password(&self, session: i64) -> Vec<u8> {
-        if !self.is_zk() {
+        if !self.state.rules.zookeeper_sessions {
             // Keeper always answers 16 zero bytes.
             return vec![0; PASSWORD_LEN];
         }
@@ -53,7 +48,7 @@ impl Engine {
 
     /// Handles a ConnectRequest on connection `conn`.
     pub fn connect(&mut self, conn: u64, req: &ConnectRequest) -> Handshake {
-        let zk = self.is_zk();
+        let zk = self.state.rules.zookeeper_sessions;
         // ZooKeeper 3.8 appends the readOnly byte only for a client that sent one: a 44-byte
         // ConnectRequest ("old client", e.g. ClickHouse) gets a 36-byte reply, as from Keeper.
         let read_only = if zk && req.read_only.is_some() { Some(false) } else { None };
@@ -118,7 +113,7 @@ impl Engine {
     }
 
     fn bind(&mut self, conn: u64, session: i64) {
-        let zk = self.is_zk();
+        let zk = self.state.rules.zookeeper_sessions;
         if let Some(c) = self.conns.get_mut(&conn) {
             c.session = session;
             // ZooKeeper gives every connection its peer's ip identity (whoAmI shows it).
