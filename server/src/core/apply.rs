@@ -6,7 +6,7 @@
 use testkeeper_wire::{Stat, ZkError};
 
 use super::digest::DIGEST_VERSION;
-use super::node::{Data, Node, NodeStat};
+use super::node::{stored_data, NodeStat};
 use super::path;
 use super::state::{SessionInfo, State};
 use super::txn::{CreateTxn, Entry, Op, Txn};
@@ -123,7 +123,7 @@ impl State {
                 let keep_null = self.rules.preserve_null_data;
                 self.tree.modify(path, |n| {
                     assert_eq!(n.stat.version.wrapping_add(1), *version, "invariant: version of {path}");
-                    n.data = Data::new(data.as_deref(), keep_null);
+                    n.set_data(stored_data(data.as_deref(), keep_null));
                     n.stat.version = *version;
                     n.stat.mzxid = zxid;
                     n.stat.mtime = time;
@@ -139,9 +139,9 @@ impl State {
             Op::SetAcl { path, acl, aversion } => {
                 self.tree.modify(path, |n| {
                     assert_eq!(n.stat.aversion.wrapping_add(1), *aversion, "invariant: aversion of {path}");
-                    n.acl = acl.clone();
                     n.stat.aversion = *aversion;
                 });
+                self.tree.set_acl(path, acl);
                 OpResult::Set(self.stat(path))
             }
             Op::Check { .. } => OpResult::Checked,
@@ -161,8 +161,8 @@ impl State {
             ephemeral_owner: c.ephemeral_owner,
             ..NodeStat::default()
         };
-        let data = Data::new(c.data.as_deref(), self.rules.preserve_null_data);
-        self.tree.insert(&c.path, Node { data, acl: c.acl.clone(), stat, ttl: c.ttl, ..Node::default() });
+        let data = stored_data(c.data.as_deref(), self.rules.preserve_null_data);
+        self.tree.insert(&c.path, data, &c.acl, stat, c.ttl);
         self.tree.modify(parent, |p| {
             assert_eq!(
                 p.stat.cversion.wrapping_add(1),

@@ -83,12 +83,12 @@ pub fn node_digest(n: &DigestInput<'_>) -> u64 {
     }
 }
 
-/// The digest of a stored node at `path`.
-pub fn stored_node_digest(path: &str, node: &Node) -> u64 {
+/// The digest of a stored node at `path` (`ttl` from the tree: 0 unless a TTL node).
+pub fn stored_node_digest(path: &str, node: &Node, ttl: i64) -> u64 {
     let s = &node.stat;
     node_digest(&DigestInput {
         path,
-        data: &node.data,
+        data: node.data(),
         czxid: s.czxid,
         mzxid: s.mzxid,
         ctime: s.ctime,
@@ -97,9 +97,9 @@ pub fn stored_node_digest(path: &str, node: &Node) -> u64 {
         cversion: s.cversion,
         aversion: s.aversion,
         ephemeral_owner: s.ephemeral_owner,
-        num_children: node.children.len() as i32,
+        num_children: node.num_children() as i32,
         pzxid: s.pzxid,
-        ttl: node.ttl,
+        ttl,
     })
 }
 

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //! - `state`: the replicated state (tree, sessions, zxid); `prepare/` decides, `apply` mutates.
-//! - `tree`, `node`, `path`: the data tree and its rules.
+//! - `tree`, `node`, `path`: the data tree and its rules; `arena` and `blob` hold its nodes compactly.
 //! - `digest`: Keeper's per-node SipHash digest, summed into the tree digest.
 //! - `txn`: the closed set of decided changes and the log entry.
 //! - `read`: reads against the committed tree.
@@ -10,7 +10,10 @@
 //! - `acl`, `flavor`: ACL rules, and every Keeper/ZooKeeper difference as data.
 
 pub mod acl;
+mod acl_table;
 pub mod apply;
+mod arena;
+mod blob;
 pub mod digest;
 pub mod flavor;
 pub mod node;

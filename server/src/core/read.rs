@@ -19,7 +19,7 @@ impl State {
 
     fn readable(&self, p: &str, auth: &[AuthId]) -> Result<&Node, ZkError> {
         let n = self.node(p)?;
-        acl::check(&n.acl, auth, perms::READ)?;
+        acl::check(self.tree.acl(n), auth, perms::READ)?;
         Ok(n)
     }
 
@@ -33,15 +33,15 @@ impl State {
             Request::Exists(r) => Response::Stat(self.node(&r.path)?.client_stat(hide)),
             Request::GetData(r) => {
                 let n = self.readable(&r.path, auth)?;
-                let data = if n.data.is_null() { None } else { Some(n.data.to_vec()) };
+                let data = if n.data_is_null() { None } else { Some(n.data().to_vec()) };
                 Response::Data { data, stat: n.client_stat(hide) }
             }
             Request::GetAcl(r) => {
                 let n = self.node(&r.path)?;
-                acl::check(&n.acl, auth, perms::READ | perms::ADMIN)?;
-                let mut list: Vec<Acl> = n.acl.to_vec();
+                acl::check(self.tree.acl(n), auth, perms::READ | perms::ADMIN)?;
+                let mut list: Vec<Acl> = self.tree.acl(n).to_vec();
                 // ZooKeeper (ZOOKEEPER-1392) hides digest hashes from readers without ADMIN.
-                if !acl::allowed(&n.acl, auth, perms::ADMIN) {
+                if !acl::allowed(self.tree.acl(n), auth, perms::ADMIN) {
                     for a in list.iter_mut().filter(|a| a.id.scheme == "digest") {
                         let user = a.id.id.split(':').next().unwrap_or_default().to_string();
                         a.id.id = format!("{user}:x");
@@ -49,10 +49,10 @@ impl State {
                 }
                 Response::Acl { acl: list, stat: n.client_stat(hide) }
             }
-            Request::GetChildren(r) => Response::Children(names(self.readable(&r.path, auth)?)),
+            Request::GetChildren(r) => Response::Children(self.names(self.readable(&r.path, auth)?)),
             Request::GetChildren2(r) => {
                 let n = self.readable(&r.path, auth)?;
-                Response::Children2 { children: names(n), stat: n.client_stat(hide) }
+                Response::Children2 { children: self.names(n), stat: n.client_stat(hide) }
             }
             Request::GetAllChildrenNumber(r) => {
                 self.readable(&r.path, auth)?;
@@ -88,7 +88,7 @@ impl State {
                         resp.stats.push(child.client_stat(hide));
                     }
                     if r.with_data {
-                        resp.data.push(Buffer(child.data.to_vec()));
+                        resp.data.push(Buffer(child.data().to_vec()));
                     }
                     resp.names.push(name);
                 }
@@ -134,11 +134,10 @@ impl State {
     fn filtered(&self, r: &ListRequest, auth: &[AuthId]) -> Result<Listing<'_>, ZkError> {
         let n = self.readable(&r.path, auth)?;
         let simple = r.list_type == list_type::ALL && !r.with_stat && !r.with_data;
-        let mut out = Vec::with_capacity(n.children.len());
-        for name in &n.children {
-            let child = self.tree.get(&path::join(&r.path, name)).expect("invariant: listed child exists");
+        let mut out = Vec::with_capacity(n.num_children());
+        for child in self.tree.children(n) {
             if !simple {
-                acl::check(&child.acl, auth, perms::READ)?;
+                acl::check(self.tree.acl(child), auth, perms::READ)?;
             }
             let keep = match r.list_type {
                 list_type::PERSISTENT_ONLY => !child.is_ephemeral(),
@@ -146,7 +145,7 @@ impl State {
                 _ => true,
             };
             if keep {
-                out.push((name.to_string(), child));
+                out.push((child.name().to_string(), child));
             }
         }
         Ok((n, out))
@@ -154,14 +153,10 @@ impl State {
 
     fn count_descendants(&self, p: &str) -> usize {
         let mut count = 0;
-        let mut stack = vec![p.to_string()];
-        while let Some(cur) = stack.pop() {
-            if let Some(n) = self.tree.get(&cur) {
-                for c in &n.children {
-                    count += 1;
-                    stack.push(path::join(&cur, c));
-                }
-            }
+        let mut stack: Vec<&Node> = self.tree.get(p).into_iter().collect();
+        while let Some(n) = stack.pop() {
+            count += n.num_children();
+            stack.extend(self.tree.children_unordered(n));
         }
         count
     }
@@ -172,10 +167,9 @@ impl State {
         let mut queue = VecDeque::from([root.to_string()]);
         while let Some(cur) = queue.pop_front() {
             let Some(n) = self.tree.get(&cur) else { continue };
-            for c in &n.children {
-                let child = path::join(&cur, c);
-                let readable = self.tree.get(&child).is_some_and(|cn| acl::allowed(&cn.acl, auth, perms::READ));
-                if !readable {
+            for c in self.tree.children(n) {
+                let child = path::join(&cur, c.name());
+                if !acl::allowed(self.tree.acl(c), auth, perms::READ) {
                     continue;
                 }
                 if out.len() >= limit {
@@ -192,6 +186,9 @@ impl State {
 /// A listed node and the children that passed the filter, by name.
 type Listing<'a> = (&'a Node, Vec<(String, &'a Node)>);
 
-fn names(n: &Node) -> Vec<String> {
-    n.children.iter().map(|c| c.to_string()).collect()
+impl State {
+    /// The names of `n`'s children, ordered.
+    fn names(&self, n: &Node) -> Vec<String> {
+        self.tree.children(n).into_iter().map(|c| c.name().to_string()).collect()
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use testkeeper_wire::Acl;
 
 use super::flavor::Rules;
-use super::node::Node;
+use super::node::AclList;
 use super::tree::Tree;
 
 /// A session as the state machine knows it.
@@ -47,19 +47,18 @@ pub struct State {
 impl State {
     /// A fresh state with the flavor's system nodes.
     pub fn new(opts: &StateOptions) -> State {
-        let open: Arc<[Acl]> = Acl::open().into();
-        let root = Node { acl: open.clone(), ..Node::default() };
-        let mut tree = Tree::new(opts.digest_enabled, root);
+        let open: AclList = Arc::new(Acl::open());
+        let mut tree = Tree::new(opts.digest_enabled, &open);
         let rules = &opts.rules;
         if rules.keeper_system_nodes {
-            tree.insert_system("/keeper", vec![], open.clone());
-            tree.insert_system("/keeper/api_version", opts.api_version.clone(), open.clone());
-            tree.insert_system("/keeper/feature_flags", opts.feature_flags.clone(), open.clone());
+            tree.insert_system("/keeper", b"", &open);
+            tree.insert_system("/keeper/api_version", &opts.api_version, &open);
+            tree.insert_system("/keeper/feature_flags", &opts.feature_flags, &open);
         }
-        tree.insert_system("/zookeeper", vec![], open.clone());
-        tree.insert_system("/zookeeper/quota", vec![], open.clone());
+        tree.insert_system("/zookeeper", b"", &open);
+        tree.insert_system("/zookeeper/quota", b"", &open);
         if rules.zookeeper_config_node {
-            tree.insert_system("/zookeeper/config", opts.zookeeper_config.clone(), Acl::read_only().into());
+            tree.insert_system("/zookeeper/config", &opts.zookeeper_config, &Arc::new(Acl::read_only()));
             // ZooKeeper creates the config node with aversion -1 (measured on 3.8.0).
             tree.modify("/zookeeper/config", |n| n.stat.aversion = -1);
         }
@@ -67,7 +66,7 @@ impl State {
         // without a create, so a fresh /zookeeper reads -2 and a fresh root -1.
         let zk_counting = rules.root_initial_cversion < 0;
         if zk_counting {
-            let n = tree.get("/zookeeper").map_or(0, |n| n.children.len() as i32);
+            let n = tree.get("/zookeeper").map_or(0, |n| n.num_children() as i32);
             tree.modify("/zookeeper", |node| node.stat.cversion = -n);
         }
         tree.modify("/", |node| node.stat.cversion = rules.root_initial_cversion);

@@ -1,70 +1,73 @@
-//! The data tree: nodes in an arena, each parent's child names, indexes of ephemerals,
+//! The data tree: nodes in an arena, each parent's child index, indexes of ephemerals,
 //! containers and TTL nodes, and the incrementally kept tree digest.
 //!
 //! Only `apply` (and startup, which creates the system nodes) calls the mutating methods; they
 //! assert the invariants that `prepare` promised, and panic if one is broken.
 //!
-//! Nodes live in a `Vec` slot arena and are found by walking the path from the root through
-//! each parent's ordered child map. No full path is stored: a path-keyed hash map cost a key
-//! string, a bucket with the node inline, and up to half its buckets empty, for about 740 B
-//! per 100-byte znode (docs/performance.md). Lookups cost one B-tree search per path segment.
+//! Nodes live in a slot arena (`arena.rs`) and are found by walking the path from the root
+//! through each parent's hash table of child slots (`node.rs`). No full path is stored: a
+//! path-keyed hash map cost a key string, a bucket with the node inline, and up to half its
+//! buckets empty, for about 740 B per 100-byte znode (docs/performance.md).
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::BuildHasher;
 
-use testkeeper_wire::Acl;
-
+use super::acl_table::AclTable;
+use super::arena::Arena;
 use super::digest::stored_node_digest;
-use super::node::Node;
+use super::node::{AclList, Children, Kids, Node, NodeStat};
 use super::path;
 
 /// Arena slot of the root.
 const ROOT: u32 = 0;
 
+/// The hash of a child name in its parent's table. Fixed-seeded, so a tree's layout is the
+/// same in every run; nothing is listed in table order (listings sort).
+fn name_hash(name: &str) -> u64 {
+    foldhash::fast::FixedState::with_seed(0).hash_one(name)
+}
+
 /// The tree and its indexes.
 #[derive(Debug, Clone)]
 pub struct Tree {
-    /// `None` marks a free slot (listed in `free`).
-    slots: Vec<Option<Node>>,
-    free: Vec<u32>,
+    nodes: Arena,
     len: usize,
     /// Wrapping sum of every node's digest (0 when the digest is disabled).
     digest: u64,
     digest_enabled: bool,
     ephemerals: HashMap<i64, BTreeSet<Box<str>>>,
     containers: BTreeSet<Box<str>>,
-    ttls: BTreeSet<Box<str>>,
+    /// TTL in ms by path: few nodes have one, so it is not a field of every node.
+    ttls: BTreeMap<Box<str>, i64>,
     /// One shared copy of each distinct ACL list in use.
     acls: AclTable,
 }
 
 impl Tree {
-    /// An empty tree holding only the root.
-    pub fn new(digest_enabled: bool, mut root: Node) -> Tree {
+    /// An empty tree holding only the root, with empty data, an all-zero stat and `root_acl`.
+    pub fn new(digest_enabled: bool, root_acl: &AclList) -> Tree {
         let mut acls = AclTable::default();
-        acls.intern(&mut root.acl);
+        let root = Node::new("", Some(b""), acls.intern(root_acl), NodeStat::default());
+        let mut nodes = Arena::default();
+        assert_eq!(nodes.insert(root), ROOT);
         let mut t = Tree {
-            slots: vec![Some(root)],
-            free: Vec::new(),
+            nodes,
             len: 1,
             digest: 0,
             digest_enabled,
             ephemerals: HashMap::new(),
             containers: BTreeSet::new(),
-            ttls: BTreeSet::new(),
+            ttls: BTreeMap::new(),
             acls,
         };
         t.refresh_digest("/", ROOT);
         t
     }
 
-    fn slot(&self, id: u32) -> &Node {
-        self.slots[id as usize].as_ref().expect("invariant: linked slot is live")
-    }
-
-    fn slot_mut(&mut self, id: u32) -> &mut Node {
-        self.slots[id as usize].as_mut().expect("invariant: linked slot is live")
+    /// The slot of the child `name` of the node in slot `parent`.
+    fn child_id(&self, parent: u32, name: &str) -> Option<u32> {
+        let kids = self.nodes.node(parent).children.0.as_ref()?;
+        kids.table.find(name_hash(name), |&c| self.nodes.node(c).name() == name).copied()
     }
 
     /// The arena slot of `path`: exactly the stored paths resolve (no normalisation), as with
@@ -74,22 +77,64 @@ impl Tree {
         if rest.is_empty() {
             return Some(ROOT);
         }
-        rest.split('/').try_fold(ROOT, |id, name| self.slot(id).children.get(name))
+        rest.split('/').try_fold(ROOT, |id, name| self.child_id(id, name))
+    }
+
+    /// Adds slot `child` (already holding its node) to `parent`'s table.
+    fn link(&mut self, parent: u32, child: u32) {
+        // The table is taken out of the parent while it is changed, so that the names it hashes
+        // (read from the children in the arena) can be borrowed at the same time.
+        let mut kids = std::mem::take(&mut self.nodes.node_mut(parent).children);
+        let table = &mut kids.0.get_or_insert_with(Box::default).table;
+        let nodes = &self.nodes;
+        table.insert_unique(name_hash(nodes.node(child).name()), child, |&c| name_hash(nodes.node(c).name()));
+        self.nodes.node_mut(parent).children = kids;
+    }
+
+    /// Removes the child `name` from `parent`'s table; returns its slot.
+    fn unlink(&mut self, parent: u32, name: &str) -> Option<u32> {
+        let mut kids = std::mem::take(&mut self.nodes.node_mut(parent).children);
+        let nodes = &self.nodes;
+        let found = kids.0.as_mut().and_then(|k| {
+            k.table.find_entry(name_hash(name), |&c| nodes.node(c).name() == name).ok().map(|e| e.remove().0)
+        });
+        if kids.0.as_deref().is_some_and(|k: &Kids| k.table.is_empty() && k.seq == 0) {
+            kids = Children::default();
+        }
+        self.nodes.node_mut(parent).children = kids;
+        found
     }
 
     /// Every live node with its path, parents before children.
     fn walk(&self, mut f: impl FnMut(&str, &Node)) {
         let mut stack = vec![(String::from("/"), ROOT)];
         while let Some((p, id)) = stack.pop() {
-            let n = self.slot(id);
+            let n = self.nodes.node(id);
             f(&p, n);
-            stack.extend(n.children.entries().map(|(name, c)| (path::join(&p, name), c)));
+            stack.extend(n.children.slots().map(|c| (path::join(&p, self.nodes.node(c).name()), c)));
         }
     }
 
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.id_of(path).map(|id| self.slot(id))
+        self.id_of(path).map(|id| self.nodes.node(id))
+    }
+
+    /// The ACL list of `node` (a node of this tree).
+    pub fn acl(&self, node: &Node) -> &AclList {
+        self.acls.get(node.acl)
+    }
+
+    /// The children of `node` (a node of this tree), ordered by name as `str` orders.
+    pub fn children<'a>(&'a self, node: &'a Node) -> Vec<&'a Node> {
+        let mut out: Vec<&Node> = node.children.slots().map(|c| self.nodes.node(c)).collect();
+        out.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+        out
+    }
+
+    /// The children of `node`, in no particular order (for counts and walks).
+    pub fn children_unordered<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
+        node.children.slots().map(|c| self.nodes.node(c))
     }
 
     /// Number of nodes, the root and system nodes included.
@@ -115,7 +160,7 @@ impl Tree {
     /// The digest recomputed from scratch, for checks against the incremental one.
     pub fn recompute_digest(&self) -> u64 {
         let mut acc = 0u64;
-        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, n)));
+        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, n, self.ttl_of(p))));
         acc
     }
 
@@ -146,15 +191,23 @@ impl Tree {
         self.containers.iter().map(|p| &**p)
     }
 
-    /// TTL node paths, ordered.
-    pub fn ttl_nodes(&self) -> impl Iterator<Item = &str> {
-        self.ttls.iter().map(|p| &**p)
+    /// TTL nodes with their TTL in ms, ordered by path.
+    pub fn ttl_nodes(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.ttls.iter().map(|(p, t)| (&**p, *t))
+    }
+
+    /// The TTL of the node at `path` in ms, 0 if it is not a TTL node.
+    pub fn ttl_of(&self, path: &str) -> i64 {
+        if self.ttls.is_empty() {
+            return 0;
+        }
+        self.ttls.get(path).copied().unwrap_or(0)
     }
 
     /// Approximate bytes of data and paths, for `mntr`.
     pub fn approximate_data_size(&self) -> usize {
         let mut size = 0;
-        self.walk(|p, n| size += p.len() + n.data.len());
+        self.walk(|p, n| size += p.len() + n.data().len());
         size
     }
 
@@ -162,53 +215,50 @@ impl Tree {
         if !self.digest_enabled {
             return;
         }
-        let node = self.slots[id as usize].as_mut().expect("refresh of a missing node");
-        let new = stored_node_digest(path, node);
+        let ttl = self.ttl_of(path);
+        let node = self.nodes.node_mut(id);
+        let new = stored_node_digest(path, node, ttl);
         self.digest = self.digest.wrapping_sub(node.digest).wrapping_add(new);
         node.digest = new;
     }
 
-    /// Changes the node at `path` through `f` and refreshes its digest.
+    /// Changes the node at `path` through `f` and refreshes its digest. `f` must not rename
+    /// the node (its name is its place in the parent's table).
     ///
     /// # Panics
     /// When the node does not exist: `prepare` promised it did.
     pub fn modify(&mut self, path: &str, f: impl FnOnce(&mut Node)) {
         let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: modify of missing node {path}"));
-        let node = self.slots[id as usize].as_mut().expect("invariant: linked slot is live");
-        let old_acl = node.acl.clone();
-        f(node);
-        if !Arc::ptr_eq(&old_acl, &node.acl) {
-            self.acls.intern(&mut node.acl);
-            self.acls.release(&old_acl, 1);
-        }
+        f(self.nodes.node_mut(id));
         self.refresh_digest(path, id);
     }
 
-    /// Inserts a new node and links it into its parent (the parent's stat is the caller's job).
+    /// Gives the node at `path` the ACL list `acl` (not covered by the digest).
+    ///
+    /// # Panics
+    /// When the node does not exist.
+    pub fn set_acl(&mut self, path: &str, acl: &AclList) {
+        let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: setACL of missing node {path}"));
+        let new = self.acls.intern(acl);
+        let node = self.nodes.node_mut(id);
+        let old = std::mem::replace(&mut node.acl, new);
+        self.acls.release(old);
+    }
+
+    /// Inserts a new node at `path` (`ttl` > 0 for a TTL node) and links it into its parent
+    /// (the parent's stat is the caller's job).
     ///
     /// # Panics
     /// When the node exists or the parent does not.
-    pub fn insert(&mut self, path: &str, mut node: Node) {
+    pub fn insert(&mut self, path: &str, data: Option<&[u8]>, acl: &AclList, stat: NodeStat, ttl: i64) {
         let (parent, name) = path::split(path).unwrap_or_else(|| panic!("invariant: insert of root"));
-        assert!(node.children.is_empty(), "invariant: {path} inserted with children");
         let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: parent of {path} missing"));
-        assert!(self.slot(pid).children.get(name).is_none(), "invariant: {path} already a child");
-        self.acls.intern(&mut node.acl);
-        let (ephemeral, container, ttl, owner) =
-            (node.is_ephemeral(), node.is_container(), node.is_ttl(), node.stat.ephemeral_owner);
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.slots[id as usize] = Some(node);
-                id
-            }
-            None => {
-                let id = u32::try_from(self.slots.len()).expect("more than u32::MAX znodes");
-                self.slots.push(Some(node));
-                id
-            }
-        };
+        assert!(self.child_id(pid, name).is_none(), "invariant: {path} already a child");
+        let node = Node::new(name, data, self.acls.intern(acl), stat);
+        let (ephemeral, container, owner) = (node.is_ephemeral(), node.is_container(), stat.ephemeral_owner);
+        let id = self.nodes.insert(node);
         self.len += 1;
-        self.slot_mut(pid).children.insert(name, id);
+        self.link(pid, id);
         self.refresh_digest(parent, pid);
         if ephemeral {
             self.ephemerals.entry(owner).or_default().insert(path.into());
@@ -216,8 +266,8 @@ impl Tree {
         if container {
             self.containers.insert(path.into());
         }
-        if ttl {
-            self.ttls.insert(path.into());
+        if ttl > 0 {
+            self.ttls.insert(path.into(), ttl);
         }
         self.refresh_digest(path, id);
     }
@@ -227,19 +277,19 @@ impl Tree {
     /// # Panics
     /// When the node is missing or has children.
     pub fn remove(&mut self, path: &str) -> Node {
-        let (parent, name) = path::split(path).unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
-        let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
-        let id =
-            self.slot(pid).children.get(name).unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
-        assert!(self.slot(id).children.is_empty(), "invariant: delete of non-empty node {path}");
-        let node = self.slots[id as usize].take().expect("invariant: linked slot is live");
-        self.free.push(id);
+        let found = path::split(path).and_then(|(parent, name)| {
+            let pid = self.id_of(parent)?;
+            Some((parent, name, pid, self.child_id(pid, name)?))
+        });
+        let (parent, name, pid, id) = found.unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
+        assert!(self.nodes.node(id).children.is_empty(), "invariant: delete of non-empty node {path}");
+        self.unlink(pid, name);
+        let node = self.nodes.remove(id);
         self.len -= 1;
-        self.acls.release(&node.acl, 1);
+        self.acls.release(node.acl);
         if self.digest_enabled {
             self.digest = self.digest.wrapping_sub(node.digest);
         }
-        self.slot_mut(pid).children.remove(name);
         self.refresh_digest(parent, pid);
         if node.is_ephemeral() {
             let owner = node.stat.ephemeral_owner;
@@ -253,109 +303,106 @@ impl Tree {
         if node.is_container() {
             self.containers.remove(path);
         }
-        if node.is_ttl() {
-            self.ttls.remove(path);
-        }
+        self.ttls.remove(path);
         node
     }
 
     /// Startup only: inserts a system node with an all-zero stat, leaving the parent's stat alone
     /// (ZooKeeper and Keeper add them without counting a child change).
-    pub fn insert_system(&mut self, path: &str, data: Vec<u8>, acl: Arc<[Acl]>) {
-        let node = Node { data: data.into(), acl, ..Node::default() };
-        self.insert(path, node);
-    }
-}
-
-/// Interned ACL lists. Every create decodes its own ACL list, and a private `Arc` of
-/// `world:anyone` costs about 140 B per znode (the `Arc`, two `String`s); trees use a handful
-/// of distinct lists, so each node shares one copy instead. A list leaves the table when the
-/// last node using it does. Sharing changes no semantics: nodes compare ACLs by value.
-#[derive(Debug, Clone, Default)]
-struct AclTable {
-    /// By a hash of the content (`Acl` has no `Hash`); collisions share a bucket.
-    lists: HashMap<u64, Vec<Arc<[Acl]>>>,
-}
-
-impl AclTable {
-    fn key(acl: &[Acl]) -> u64 {
-        let mut h = std::hash::DefaultHasher::new();
-        for a in acl {
-            (a.perms, &a.id.scheme, &a.id.id).hash(&mut h);
-        }
-        h.finish()
-    }
-
-    /// Points `acl` at the shared copy of its content, adding it if new.
-    fn intern(&mut self, acl: &mut Arc<[Acl]>) {
-        let bucket = self.lists.entry(Self::key(acl)).or_default();
-        match bucket.iter().find(|a| ***a == **acl) {
-            Some(same) => {
-                if !Arc::ptr_eq(same, acl) {
-                    *acl = same.clone();
-                }
-            }
-            None => bucket.push(acl.clone()),
-        }
-    }
-
-    /// Forgets `acl` once only the table and `users` other holders keep it.
-    fn release(&mut self, acl: &Arc<[Acl]>, users: usize) {
-        if Arc::strong_count(acl) > users + 1 {
-            return;
-        }
-        let key = Self::key(acl);
-        if let Some(bucket) = self.lists.get_mut(&key) {
-            bucket.retain(|a| !Arc::ptr_eq(a, acl));
-            if bucket.is_empty() {
-                self.lists.remove(&key);
-            }
-        }
+    pub fn insert_system(&mut self, path: &str, data: &[u8], acl: &AclList) {
+        self.insert(path, Some(data), acl, NodeStat::default(), 0);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use testkeeper_wire::Acl;
+
     use super::*;
 
-    fn root() -> Node {
-        Node { acl: Acl::open().into(), ..Node::default() }
+    fn open() -> AclList {
+        Arc::new(Acl::open())
+    }
+
+    fn tree() -> Tree {
+        Tree::new(true, &open())
+    }
+
+    fn add(t: &mut Tree, path: &str) {
+        t.insert(path, Some(b""), &open(), NodeStat::default(), 0);
     }
 
     #[test]
     fn incremental_digest_equals_recompute() {
-        let mut t = Tree::new(true, root());
-        t.insert_system("/zookeeper", vec![], Acl::open().into());
-        t.insert("/a", Node { data: b"x".as_slice().into(), acl: Acl::open().into(), ..Node::default() });
+        let mut t = tree();
+        t.insert_system("/zookeeper", b"", &open());
+        t.insert("/a", Some(b"x"), &open(), NodeStat::default(), 0);
+        t.insert("/t", None, &open(), NodeStat::default(), 5000);
         t.modify("/a", |n| n.stat.version += 1);
+        t.modify("/a", |n| n.set_data(Some(b"longer data")));
         assert_eq!(t.digest(), t.recompute_digest());
+        assert_eq!(t.ttl_of("/t"), 5000);
         t.remove("/a");
+        t.remove("/t");
         assert_eq!(t.digest(), t.recompute_digest());
-        assert_eq!(t.len(), 2);
+        assert_eq!((t.len(), t.ttl_of("/t")), (2, 0));
     }
 
     #[test]
     #[should_panic(expected = "invariant")]
     fn deleting_a_parent_with_children_panics() {
-        let mut t = Tree::new(true, root());
-        t.insert("/a", Node::default());
-        t.insert("/a/b", Node::default());
+        let mut t = tree();
+        add(&mut t, "/a");
+        add(&mut t, "/a/b");
         t.remove("/a");
     }
 
     #[test]
+    fn children_resolve_by_exact_name_and_list_in_str_order() {
+        let mut t = tree();
+        add(&mut t, "/p");
+        let long = "x".repeat(40);
+        let names = ["n2", "n10", "é", long.as_str(), "n1", "N1"];
+        for n in names {
+            add(&mut t, &format!("/p/{n}"));
+        }
+        // Enough children to make the table grow (and rehash through the arena) several times.
+        for i in 0..500 {
+            add(&mut t, &format!("/p/g{i}"));
+        }
+        for n in names {
+            assert_eq!(t.get(&format!("/p/{n}")).map(Node::name), Some(n));
+        }
+        assert!(t.get("/p/n").is_none() && t.get("/p/").is_none() && t.get("p/n1").is_none());
+        let p = t.get("/p").unwrap();
+        let listed: Vec<&str> = t.children(p).into_iter().map(Node::name).collect();
+        let mut want: Vec<String> =
+            names.iter().map(|s| s.to_string()).chain((0..500).map(|i| format!("g{i}"))).collect();
+        want.sort_unstable();
+        assert_eq!(listed, want);
+        assert_eq!(t.children_unordered(p).count(), 506);
+        for i in 0..500 {
+            t.remove(&format!("/p/g{i}"));
+        }
+        assert_eq!(t.get("/p").unwrap().num_children(), 6);
+        assert!(t.get("/p/g7").is_none());
+        assert_eq!(t.digest(), t.recompute_digest());
+    }
+
+    #[test]
     fn equal_acls_share_one_copy_until_the_last_user_goes() {
-        let mut t = Tree::new(true, root());
-        t.insert("/a", Node { acl: Acl::open().into(), ..Node::default() });
-        t.insert("/b", Node { acl: Acl::open().into(), ..Node::default() });
-        assert!(Arc::ptr_eq(&t.get("/a").unwrap().acl, &t.get("/b").unwrap().acl));
-        let read_only: Arc<[Acl]> = Acl::read_only().into();
-        t.modify("/a", |n| n.acl = read_only.clone());
-        assert_eq!(*t.get("/a").unwrap().acl, *read_only);
-        assert_eq!(t.acls.lists.values().map(Vec::len).sum::<usize>(), 2);
-        drop(read_only);
+        let mut t = tree();
+        add(&mut t, "/a");
+        add(&mut t, "/b");
+        assert_eq!(t.get("/a").unwrap().acl, t.get("/b").unwrap().acl);
+        let read_only: AclList = Arc::new(Acl::read_only());
+        t.set_acl("/a", &read_only);
+        assert_eq!(**t.acl(t.get("/a").unwrap()), *read_only);
+        assert_eq!(t.acls.len(), 2);
         t.remove("/a");
-        assert_eq!(t.acls.lists.values().map(Vec::len).sum::<usize>(), 1, "the read-only list left with /a");
+        assert_eq!(t.acls.len(), 1, "the read-only list left with /a");
         assert_eq!(t.digest(), t.recompute_digest());
     }
 }

@@ -3,9 +3,9 @@
 //! Everything nondeterministic is already decided here: final paths (sequential suffixes),
 //! owners, versions, the parent's new cversion, session ids. The entry adds the zxid and time.
 
-use std::sync::Arc;
+use testkeeper_wire::ZkError;
 
-use testkeeper_wire::{Acl, ZkError};
+use super::node::AclList;
 
 /// Creates a node. Stat times and zxids come from the entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,7 +14,7 @@ pub struct CreateTxn {
     pub path: String,
     /// `None` = null data as the client sent it.
     pub data: Option<Vec<u8>>,
-    pub acl: Arc<[Acl]>,
+    pub acl: AclList,
     /// Session for ephemerals, `CONTAINER_OWNER` for containers, else 0.
     pub ephemeral_owner: i64,
     /// TTL in ms, 0 if not a TTL node.
@@ -41,7 +41,7 @@ pub enum Op {
     },
     SetAcl {
         path: String,
-        acl: Arc<[Acl]>,
+        acl: AclList,
         aversion: i32,
     },
     /// A successful check: no change.

@@ -179,8 +179,8 @@ impl Engine {
             .collect();
         victims.extend(
             tree.ttl_nodes()
-                .filter(|p| tree.get(p).is_some_and(|n| n.children.is_empty() && now - n.stat.mtime > n.ttl))
-                .map(str::to_string),
+                .filter(|&(p, ttl)| tree.get(p).is_some_and(|n| n.num_children() == 0 && now - n.stat.mtime > ttl))
+                .map(|(p, _)| p.to_string()),
         );
         let sup = [Id { scheme: "super".into(), id: String::new() }];
         for path in victims {

@@ -8,7 +8,7 @@ use testkeeper_wire::{perms, CreateOp, OpCode, ZkError};
 
 use super::view::{NodeView, View};
 use super::Ctx;
-use crate::core::node::{NodeStat, CONTAINER_OWNER};
+use crate::core::node::{AclList, NodeStat, CONTAINER_OWNER};
 use crate::core::state::State;
 use crate::core::txn::{CreateTxn, Op};
 use crate::core::{acl, path};
@@ -70,7 +70,7 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
         0
     };
     let parent_cversion = parent.stat.cversion.wrapping_add(1);
-    let acl: Arc<[_]> = acl.into();
+    let acl: AclList = Arc::new(acl);
     // Record the effect for later ops of the same multi.
     view.set(
         parent_path,

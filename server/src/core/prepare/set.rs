@@ -6,7 +6,7 @@ use testkeeper_wire::{perms, ZkError};
 
 use super::view::{NodeView, View};
 use super::{check_version, Ctx};
-use crate::core::node::NodeStat;
+use crate::core::node::{AclList, NodeStat};
 use crate::core::state::State;
 use crate::core::txn::Op;
 use crate::core::{acl, path};
@@ -61,7 +61,7 @@ pub(super) fn prepare_acl(
     let node = view.get(&req.path).ok_or(ZkError::NoNode)?;
     acl::check(&node.acl, ctx.auth, perms::ADMIN)?;
     let aversion = check_version(node.stat.aversion, req.version)?;
-    let acl: std::sync::Arc<[_]> = acl_list.into();
+    let acl: AclList = std::sync::Arc::new(acl_list);
     view.set(&req.path, Some(NodeView { stat: NodeStat { aversion, ..node.stat }, acl: acl.clone(), ..node }));
     Ok(Op::SetAcl { path: req.path.clone(), acl, aversion })
 }

@@ -2,19 +2,15 @@
 //! ops decided so far in the same multi. Nothing here mutates the tree; dropping the view is
 //! the rollback of a failed multi.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use testkeeper_wire::Acl;
-
-use crate::core::node::{NodeStat, CONTAINER_OWNER};
+use crate::core::node::{AclList, NodeStat, CONTAINER_OWNER};
 use crate::core::tree::Tree;
+use std::collections::HashMap;
 
 /// What prepare needs to know of a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView {
     pub stat: NodeStat,
-    pub acl: Arc<[Acl]>,
+    pub acl: AclList,
     pub num_children: i32,
     pub seq: i64,
     pub ttl: i64,
@@ -47,11 +43,11 @@ impl<'a> View<'a> {
         }
         self.tree.get(path).map(|n| NodeView {
             stat: n.stat,
-            acl: n.acl.clone(),
-            num_children: n.children.len() as i32,
+            acl: self.tree.acl(n).clone(),
+            num_children: n.num_children() as i32,
             seq: n.seq(),
-            ttl: n.ttl,
-            data_len: n.data.len() as i32,
+            ttl: self.tree.ttl_of(path),
+            data_len: n.data().len() as i32,
         })
     }
 
@@ -63,9 +59,10 @@ impl<'a> View<'a> {
     /// Committed children of `path` that are not pending deletion (for removeRecursive).
     pub fn committed_children(&self, path: &str) -> Vec<String> {
         let Some(n) = self.tree.get(path) else { return Vec::new() };
-        n.children
-            .iter()
-            .map(|c| crate::core::path::join(path, c))
+        self.tree
+            .children(n)
+            .into_iter()
+            .map(|c| crate::core::path::join(path, c.name()))
             .filter(|p| !matches!(self.pending.get(p), Some(None)))
             .collect()
     }
