@@ -125,14 +125,16 @@ impl Tree {
         self.acls.get(node.acl)
     }
 
-    /// The children of `node` (a node of this tree), ordered by name as `str` orders.
+    /// The children of `node` (a node of this tree), ordered by name as `str` orders (for the
+    /// rare walks whose order shows: recursive listing under a limit, recursive removal).
     pub fn children<'a>(&'a self, node: &'a Node) -> Vec<&'a Node> {
         let mut out: Vec<&Node> = node.children.slots().map(|c| self.nodes.node(c)).collect();
         out.sort_unstable_by(|a, b| a.name().cmp(b.name()));
         out
     }
 
-    /// The children of `node`, in no particular order (for counts and walks).
+    /// The children of `node` in table order: arbitrary, but the same for the same history
+    /// (the hash is fixed-seeded), so replays list alike. What listings return.
     pub fn children_unordered<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
         node.children.slots().map(|c| self.nodes.node(c))
     }
