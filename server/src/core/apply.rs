@@ -171,7 +171,6 @@ impl State {
                 c.path
             );
             p.stat.cversion = c.parent_cversion;
-            p.bump_seq();
             p.stat.pzxid = zxid;
         });
         triggers.push(Trigger::Created(c.path.clone()));

@@ -6,7 +6,7 @@
 
 use super::node::Node;
 
-/// Slots per chunk: as many as fit in 256 KiB (2978 of 88 bytes). A power-of-two byte size
+/// Slots per chunk: as many as fit in 256 KiB (3640 of 72 bytes). A power-of-two byte size
 /// is a size class of its own in allocators that bin large blocks (mimalloc), so no rounded-up
 /// tail is paid per chunk; slot arithmetic divides by a constant, which compiles to a multiply.
 const CHUNK: usize = (256 << 10) / std::mem::size_of::<Option<Node>>();

@@ -83,8 +83,9 @@ pub fn node_digest(n: &DigestInput<'_>) -> u64 {
     }
 }
 
-/// The digest of a stored node at `path` (`ttl` from the tree: 0 unless a TTL node).
-pub fn stored_node_digest(path: &str, node: &Node, ttl: i64) -> u64 {
+/// The digest of a stored node at `path`, with what the tree keeps beside it: its number of
+/// children and its TTL (0 unless a TTL node).
+pub fn stored_node_digest(path: &str, node: &Node, num_children: usize, ttl: i64) -> u64 {
     let s = &node.stat;
     node_digest(&DigestInput {
         path,
@@ -97,7 +98,7 @@ pub fn stored_node_digest(path: &str, node: &Node, ttl: i64) -> u64 {
         cversion: s.cversion,
         aversion: s.aversion,
         ephemeral_owner: s.ephemeral_owner,
-        num_children: node.num_children() as i32,
+        num_children: num_children as i32,
         pzxid: s.pzxid,
         ttl,
     })

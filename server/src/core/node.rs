@@ -1,10 +1,10 @@
 //! One znode as the server stores it, and the child index each parent keeps.
 //!
-//! Memory per znode is a target (issue 7), so the layout is deliberate (a test pins it at 88
-//! bytes): the name and data share one thin-pointer allocation (`Blob`), the ACL list is a
-//! 4-byte index into the tree's interned lists, and a parent's children are a hash table
-//! of arena slots (4 bytes each) whose names are read from the children themselves. A TTL is
-//! kept by the tree, beside the few nodes that have one.
+//! Memory per znode is a target (issue 7), so the layout is deliberate (a test pins it at 72
+//! bytes): the stat, a 4-byte index into the tree's interned ACL lists, and one thin pointer
+//! to the name and data in a single allocation (`Blob`). What only some nodes have is kept by
+//! the tree beside them: a parent's children (a hash table of arena slots whose names are read
+//! from the children themselves), a TTL, and the digest is recomputed rather than cached.
 
 use std::sync::Arc;
 
@@ -44,7 +44,8 @@ pub struct NodeStat {
     pub pzxid: i64,
 }
 
-/// A znode.
+/// A znode: what every node pays for. Its children (and its sequential counter) are kept by
+/// the tree, beside the few nodes that have them; its digest is recomputed when it changes.
 #[derive(Debug, Clone)]
 pub struct Node {
     pub stat: NodeStat,
@@ -52,10 +53,6 @@ pub struct Node {
     pub(crate) acl: AclId,
     /// The node's own name (last path segment) and its data.
     blob: Blob,
-    /// The child index and the sequential counter. Only `Tree` links children.
-    pub(crate) children: Children,
-    /// Cached per-node digest (Keeper formula); 0 until computed.
-    pub digest: u64,
 }
 
 /// What a write leaves as a node's data: `None` (null) only when the flavor keeps null apart
@@ -69,9 +66,9 @@ pub fn stored_data(data: Option<&[u8]>, keep_null: bool) -> Option<&[u8]> {
 }
 
 impl Node {
-    /// A childless node named `name` (`None` data = null, see `stored_data`).
+    /// A node named `name` (`None` data = null, see `stored_data`).
     pub(crate) fn new(name: &str, data: Option<&[u8]>, acl: AclId, stat: NodeStat) -> Node {
-        Node { stat, acl, blob: Blob::new(name, data), children: Children::default(), digest: 0 }
+        Node { stat, acl, blob: Blob::new(name, data) }
     }
 
     /// The last segment of the node's path (empty for the root).
@@ -95,21 +92,6 @@ impl Node {
         self.blob = Blob::new(self.blob.name(), data);
     }
 
-    /// Number of children.
-    pub fn num_children(&self) -> usize {
-        self.children.len()
-    }
-
-    /// Children ever created under this node: the sequential-suffix counter, kept apart from cversion.
-    pub fn seq(&self) -> i64 {
-        self.children.0.as_ref().map_or(0, |k| k.seq)
-    }
-
-    /// Counts one more child created under this node.
-    pub fn bump_seq(&mut self) {
-        self.children.0.get_or_insert_with(Box::default).seq += 1;
-    }
-
     /// Whether this is a (session) ephemeral.
     pub fn is_ephemeral(&self) -> bool {
         self.stat.ephemeral_owner != 0 && self.stat.ephemeral_owner != CONTAINER_OWNER
@@ -120,8 +102,9 @@ impl Node {
         self.stat.ephemeral_owner == CONTAINER_OWNER
     }
 
-    /// The stat a client reads. `hide_special_owners` reports 0 for container nodes, as ZooKeeper does.
-    pub fn client_stat(&self, hide_special_owners: bool) -> Stat {
+    /// The stat a client reads, given the child count the tree keeps. `hide_special_owners`
+    /// reports 0 for container nodes, as ZooKeeper does.
+    pub fn client_stat_with(&self, num_children: usize, hide_special_owners: bool) -> Stat {
         let s = &self.stat;
         let owner = if hide_special_owners && self.is_container() { 0 } else { s.ephemeral_owner };
         Stat {
@@ -134,42 +117,23 @@ impl Node {
             aversion: s.aversion,
             ephemeral_owner: owner,
             data_length: self.data().len() as i32,
-            num_children: self.num_children() as i32,
+            num_children: num_children as i32,
             pzxid: s.pzxid,
         }
     }
 }
 
-/// A node's children, as arena slots in a hash table keyed by the child's name (which the
-/// child itself stores), and the sequential counter.
+/// A parent's children, as arena slots in a hash table keyed by the child's name (which the
+/// child itself stores), and the sequential counter. Kept by the tree for nodes that have (or
+/// had) children: nearly every znode is a leaf and pays nothing for this.
 ///
-/// Boxed, and absent until the first child: nearly every znode is a leaf. The table stores
-/// 4 bytes a child (plus a control byte and spare capacity) where an ordered map of names
-/// cost about 45; listings sort the names instead (`Tree::children`).
-#[derive(Debug, Clone, Default)]
-pub struct Children(pub(crate) Option<Box<Kids>>);
-
+/// The table stores 4 bytes a child (plus a control byte and spare capacity) where an ordered
+/// map of names cost about 45; listings come in table order (`Tree::children_unordered`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Kids {
     pub(crate) table: HashTable<u32>,
+    /// Children ever created: the sequential-suffix counter, kept apart from cversion.
     pub(crate) seq: i64,
-}
-
-impl Children {
-    /// Number of children.
-    pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |k| k.table.len())
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The children's arena slots, in no particular order.
-    pub(crate) fn slots(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().flat_map(|k| k.table.iter().copied())
-    }
 }
 
 #[cfg(test)]
@@ -180,7 +144,7 @@ mod tests {
     fn the_slot_stays_small() {
         // Memory per znode is a target (issue 7): a field added here is paid a million times.
         assert_eq!(std::mem::size_of::<NodeStat>(), 60);
-        assert_eq!(std::mem::size_of::<Option<Node>>(), 88);
+        assert_eq!(std::mem::size_of::<Option<Node>>(), 72);
     }
 
     #[test]
@@ -192,6 +156,6 @@ mod tests {
         assert_eq!(n.data(), b"");
         n.set_data(Some(b"abc"));
         assert_eq!((n.name(), n.data(), n.data_is_null()), ("n1", &b"abc"[..], false));
-        assert_eq!(n.client_stat(true).data_length, 3);
+        assert_eq!(n.client_stat_with(0, true).data_length, 3);
     }
 }

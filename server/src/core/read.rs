@@ -8,18 +8,18 @@ use testkeeper_wire::records::session::ClientInfo;
 use testkeeper_wire::{perms, Acl, MultiResult, OpCode, Request, Response, ZkError};
 
 use super::acl::{self, AuthId};
-use super::node::Node;
 use super::path;
 use super::state::State;
+use super::tree::NodeRef;
 
 impl State {
-    fn node(&self, p: &str) -> Result<&Node, ZkError> {
+    fn node(&self, p: &str) -> Result<NodeRef<'_>, ZkError> {
         self.tree.get(p).ok_or(ZkError::NoNode)
     }
 
-    fn readable(&self, p: &str, auth: &[AuthId]) -> Result<&Node, ZkError> {
+    fn readable(&self, p: &str, auth: &[AuthId]) -> Result<NodeRef<'_>, ZkError> {
         let n = self.node(p)?;
-        acl::check(self.tree.acl(n), auth, perms::READ)?;
+        acl::check(n.acl(), auth, perms::READ)?;
         Ok(n)
     }
 
@@ -38,10 +38,10 @@ impl State {
             }
             Request::GetAcl(r) => {
                 let n = self.node(&r.path)?;
-                acl::check(self.tree.acl(n), auth, perms::READ | perms::ADMIN)?;
-                let mut list: Vec<Acl> = self.tree.acl(n).to_vec();
+                acl::check(n.acl(), auth, perms::READ | perms::ADMIN)?;
+                let mut list: Vec<Acl> = n.acl().to_vec();
                 // ZooKeeper (ZOOKEEPER-1392) hides digest hashes from readers without ADMIN.
-                if !acl::allowed(self.tree.acl(n), auth, perms::ADMIN) {
+                if !acl::allowed(n.acl(), auth, perms::ADMIN) {
                     for a in list.iter_mut().filter(|a| a.id.scheme == "digest") {
                         let user = a.id.id.split(':').next().unwrap_or_default().to_string();
                         a.id.id = format!("{user}:x");
@@ -135,9 +135,9 @@ impl State {
         let n = self.readable(&r.path, auth)?;
         let simple = r.list_type == list_type::ALL && !r.with_stat && !r.with_data;
         let mut out = Vec::with_capacity(n.num_children());
-        for child in self.tree.children_unordered(n) {
+        for child in n.children_unordered() {
             if !simple {
-                acl::check(self.tree.acl(child), auth, perms::READ)?;
+                acl::check(child.acl(), auth, perms::READ)?;
             }
             let keep = match r.list_type {
                 list_type::PERSISTENT_ONLY => !child.is_ephemeral(),
@@ -153,10 +153,10 @@ impl State {
 
     fn count_descendants(&self, p: &str) -> usize {
         let mut count = 0;
-        let mut stack: Vec<&Node> = self.tree.get(p).into_iter().collect();
+        let mut stack: Vec<NodeRef<'_>> = self.tree.get(p).into_iter().collect();
         while let Some(n) = stack.pop() {
             count += n.num_children();
-            stack.extend(self.tree.children_unordered(n));
+            stack.extend(n.children_unordered());
         }
         count
     }
@@ -167,9 +167,9 @@ impl State {
         let mut queue = VecDeque::from([root.to_string()]);
         while let Some(cur) = queue.pop_front() {
             let Some(n) = self.tree.get(&cur) else { continue };
-            for c in self.tree.children(n) {
+            for c in n.children() {
                 let child = path::join(&cur, c.name());
-                if !acl::allowed(self.tree.acl(c), auth, perms::READ) {
+                if !acl::allowed(c.acl(), auth, perms::READ) {
                     continue;
                 }
                 if out.len() >= limit {
@@ -184,13 +184,13 @@ impl State {
 }
 
 /// A listed node and the children that passed the filter, by name.
-type Listing<'a> = (&'a Node, Vec<(String, &'a Node)>);
+type Listing<'a> = (NodeRef<'a>, Vec<(String, NodeRef<'a>)>);
 
 impl State {
     /// The names of `n`'s children, in the tree's table order: arbitrary, as in ZooKeeper (a Java
     /// `HashSet`) and Keeper (a hash set), and the same for the same history. Sorting a 256-child
     /// listing cost more than the rest of the request (docs/flavors.md).
-    fn names(&self, n: &Node) -> Vec<String> {
-        self.tree.children_unordered(n).map(|c| c.name().to_string()).collect()
+    fn names(&self, n: NodeRef<'_>) -> Vec<String> {
+        n.children_unordered().map(|c| c.name().to_string()).collect()
     }
 }

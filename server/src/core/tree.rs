@@ -5,32 +5,40 @@
 //! assert the invariants that `prepare` promised, and panic if one is broken.
 //!
 //! Nodes live in a slot arena (`arena.rs`) and are found by walking the path from the root
-//! through each parent's hash table of child slots (`node.rs`). No full path is stored: a
+//! through each parent's hash table of child slots (`Kids`). No full path is stored: a
 //! path-keyed hash map cost a key string, a bucket with the node inline, and up to half its
-//! buckets empty, for about 740 B per 100-byte znode (docs/performance.md).
+//! buckets empty, for about 740 B per 100-byte znode (docs/performance.md). For the same
+//! reason a node's digest is not cached in it: a write hashes the nodes it touches before and
+//! after the change, and the tree digest moves by the difference.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasher;
+use std::ops::Deref;
+
+use foldhash::fast::FixedState;
+use testkeeper_wire::Stat;
 
 use super::acl_table::AclTable;
 use super::arena::Arena;
 use super::digest::stored_node_digest;
-use super::node::{AclList, Children, Kids, Node, NodeStat};
+use super::node::{AclList, Kids, Node, NodeStat};
 use super::path;
 
 /// Arena slot of the root.
 const ROOT: u32 = 0;
 
-/// The hash of a child name in its parent's table. Fixed-seeded, so a tree's layout is the
-/// same in every run; nothing is listed in table order (listings sort).
+/// The hash of a child name in its parent's table. Fixed-seeded, so a tree's layout (and the
+/// order listings come in) is the same for the same history, in every run and replay.
 fn name_hash(name: &str) -> u64 {
-    foldhash::fast::FixedState::with_seed(0).hash_one(name)
+    FixedState::with_seed(0).hash_one(name)
 }
 
 /// The tree and its indexes.
 #[derive(Debug, Clone)]
 pub struct Tree {
     nodes: Arena,
+    /// Child index by parent slot, for nodes that have or had children.
+    kids: HashMap<u32, Kids, FixedState>,
     len: usize,
     /// Wrapping sum of every node's digest (0 when the digest is disabled).
     digest: u64,
@@ -43,6 +51,60 @@ pub struct Tree {
     acls: AclTable,
 }
 
+/// A node of a tree, with what the tree keeps beside it (children, ACL list). Derefs to the
+/// node itself.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeRef<'a> {
+    tree: &'a Tree,
+    id: u32,
+    node: &'a Node,
+}
+
+impl<'a> Deref for NodeRef<'a> {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        self.node
+    }
+}
+
+impl<'a> NodeRef<'a> {
+    /// Number of children.
+    pub fn num_children(&self) -> usize {
+        self.tree.kids.get(&self.id).map_or(0, |k| k.table.len())
+    }
+
+    /// Children ever created under this node: the sequential-suffix counter.
+    pub fn seq(&self) -> i64 {
+        self.tree.kids.get(&self.id).map_or(0, |k| k.seq)
+    }
+
+    /// The node's ACL list.
+    pub fn acl(&self) -> &'a AclList {
+        self.tree.acls.get(self.node.acl)
+    }
+
+    /// The stat a client reads (see `Node::client_stat`).
+    pub fn client_stat(&self, hide_special_owners: bool) -> Stat {
+        self.node.client_stat_with(self.num_children(), hide_special_owners)
+    }
+
+    /// The children, ordered by name as `str` orders (for the rare walks whose order shows:
+    /// recursive listing under a limit, recursive removal).
+    pub fn children(&self) -> Vec<NodeRef<'a>> {
+        let mut out: Vec<NodeRef<'a>> = self.children_unordered().collect();
+        out.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+        out
+    }
+
+    /// The children in table order: arbitrary, but the same for the same history. What
+    /// listings return (docs/flavors.md).
+    pub fn children_unordered(&self) -> impl Iterator<Item = NodeRef<'a>> + 'a {
+        let tree = self.tree;
+        tree.kids.get(&self.id).into_iter().flat_map(move |k| k.table.iter().map(move |&c| tree.at(c)))
+    }
+}
+
 impl Tree {
     /// An empty tree holding only the root, with empty data, an all-zero stat and `root_acl`.
     pub fn new(digest_enabled: bool, root_acl: &AclList) -> Tree {
@@ -52,6 +114,7 @@ impl Tree {
         assert_eq!(nodes.insert(root), ROOT);
         let mut t = Tree {
             nodes,
+            kids: HashMap::default(),
             len: 1,
             digest: 0,
             digest_enabled,
@@ -60,13 +123,17 @@ impl Tree {
             ttls: BTreeMap::new(),
             acls,
         };
-        t.refresh_digest("/", ROOT);
+        t.digest = t.node_digest("/", ROOT);
         t
+    }
+
+    fn at(&self, id: u32) -> NodeRef<'_> {
+        NodeRef { tree: self, id, node: self.nodes.node(id) }
     }
 
     /// The slot of the child `name` of the node in slot `parent`.
     fn child_id(&self, parent: u32, name: &str) -> Option<u32> {
-        let kids = self.nodes.node(parent).children.0.as_ref()?;
+        let kids = self.kids.get(&parent)?;
         kids.table.find(name_hash(name), |&c| self.nodes.node(c).name() == name).copied()
     }
 
@@ -80,63 +147,19 @@ impl Tree {
         rest.split('/').try_fold(ROOT, |id, name| self.child_id(id, name))
     }
 
-    /// Adds slot `child` (already holding its node) to `parent`'s table.
-    fn link(&mut self, parent: u32, child: u32) {
-        // The table is taken out of the parent while it is changed, so that the names it hashes
-        // (read from the children in the arena) can be borrowed at the same time.
-        let mut kids = std::mem::take(&mut self.nodes.node_mut(parent).children);
-        let table = &mut kids.0.get_or_insert_with(Box::default).table;
-        let nodes = &self.nodes;
-        table.insert_unique(name_hash(nodes.node(child).name()), child, |&c| name_hash(nodes.node(c).name()));
-        self.nodes.node_mut(parent).children = kids;
-    }
-
-    /// Removes the child `name` from `parent`'s table; returns its slot.
-    fn unlink(&mut self, parent: u32, name: &str) -> Option<u32> {
-        let mut kids = std::mem::take(&mut self.nodes.node_mut(parent).children);
-        let nodes = &self.nodes;
-        let found = kids.0.as_mut().and_then(|k| {
-            k.table.find_entry(name_hash(name), |&c| nodes.node(c).name() == name).ok().map(|e| e.remove().0)
-        });
-        if kids.0.as_deref().is_some_and(|k: &Kids| k.table.is_empty() && k.seq == 0) {
-            kids = Children::default();
-        }
-        self.nodes.node_mut(parent).children = kids;
-        found
-    }
-
     /// Every live node with its path, parents before children.
-    fn walk(&self, mut f: impl FnMut(&str, &Node)) {
+    fn walk(&self, mut f: impl FnMut(&str, NodeRef<'_>)) {
         let mut stack = vec![(String::from("/"), ROOT)];
         while let Some((p, id)) = stack.pop() {
-            let n = self.nodes.node(id);
+            let n = self.at(id);
             f(&p, n);
-            stack.extend(n.children.slots().map(|c| (path::join(&p, self.nodes.node(c).name()), c)));
+            stack.extend(n.children_unordered().map(|c| (path::join(&p, c.name()), c.id)));
         }
     }
 
     /// The node at `path`.
-    pub fn get(&self, path: &str) -> Option<&Node> {
-        self.id_of(path).map(|id| self.nodes.node(id))
-    }
-
-    /// The ACL list of `node` (a node of this tree).
-    pub fn acl(&self, node: &Node) -> &AclList {
-        self.acls.get(node.acl)
-    }
-
-    /// The children of `node` (a node of this tree), ordered by name as `str` orders (for the
-    /// rare walks whose order shows: recursive listing under a limit, recursive removal).
-    pub fn children<'a>(&'a self, node: &'a Node) -> Vec<&'a Node> {
-        let mut out: Vec<&Node> = node.children.slots().map(|c| self.nodes.node(c)).collect();
-        out.sort_unstable_by(|a, b| a.name().cmp(b.name()));
-        out
-    }
-
-    /// The children of `node` in table order: arbitrary, but the same for the same history
-    /// (the hash is fixed-seeded), so replays list alike. What listings return.
-    pub fn children_unordered<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = &'a Node> + 'a {
-        node.children.slots().map(|c| self.nodes.node(c))
+    pub fn get(&self, path: &str) -> Option<NodeRef<'_>> {
+        self.id_of(path).map(|id| self.at(id))
     }
 
     /// Number of nodes, the root and system nodes included.
@@ -162,7 +185,7 @@ impl Tree {
     /// The digest recomputed from scratch, for checks against the incremental one.
     pub fn recompute_digest(&self) -> u64 {
         let mut acc = 0u64;
-        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, n, self.ttl_of(p))));
+        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, &n, n.num_children(), self.ttl_of(p))));
         acc
     }
 
@@ -213,26 +236,32 @@ impl Tree {
         size
     }
 
-    fn refresh_digest(&mut self, path: &str, id: u32) {
+    /// The digest of the node at `path` in slot `id` as it is now (0 when the digest is off).
+    fn node_digest(&self, path: &str, id: u32) -> u64 {
         if !self.digest_enabled {
-            return;
+            return 0;
         }
-        let ttl = self.ttl_of(path);
-        let node = self.nodes.node_mut(id);
-        let new = stored_node_digest(path, node, ttl);
-        self.digest = self.digest.wrapping_sub(node.digest).wrapping_add(new);
-        node.digest = new;
+        let n = self.at(id);
+        stored_node_digest(path, &n, n.num_children(), self.ttl_of(path))
     }
 
-    /// Changes the node at `path` through `f` and refreshes its digest. `f` must not rename
+    /// Moves the tree digest from `old` to the current digest of the node at `path`.
+    fn redigest(&mut self, path: &str, id: u32, old: u64) {
+        if self.digest_enabled {
+            self.digest = self.digest.wrapping_sub(old).wrapping_add(self.node_digest(path, id));
+        }
+    }
+
+    /// Changes the node at `path` through `f` and updates the digest. `f` must not rename
     /// the node (its name is its place in the parent's table).
     ///
     /// # Panics
     /// When the node does not exist: `prepare` promised it did.
     pub fn modify(&mut self, path: &str, f: impl FnOnce(&mut Node)) {
         let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: modify of missing node {path}"));
+        let old = self.node_digest(path, id);
         f(self.nodes.node_mut(id));
-        self.refresh_digest(path, id);
+        self.redigest(path, id, old);
     }
 
     /// Gives the node at `path` the ACL list `acl` (not covered by the digest).
@@ -247,21 +276,29 @@ impl Tree {
         self.acls.release(old);
     }
 
-    /// Inserts a new node at `path` (`ttl` > 0 for a TTL node) and links it into its parent
-    /// (the parent's stat is the caller's job).
+    /// Creates the node at `path` (`ttl` > 0 for a TTL node), links it into its parent and
+    /// counts it in the parent's sequential counter (the parent's stat is the caller's job).
     ///
     /// # Panics
     /// When the node exists or the parent does not.
     pub fn insert(&mut self, path: &str, data: Option<&[u8]>, acl: &AclList, stat: NodeStat, ttl: i64) {
+        self.insert_counted(path, data, acl, stat, ttl, true);
+    }
+
+    fn insert_counted(&mut self, path: &str, data: Option<&[u8]>, acl: &AclList, stat: NodeStat, ttl: i64, seq: bool) {
         let (parent, name) = path::split(path).unwrap_or_else(|| panic!("invariant: insert of root"));
         let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: parent of {path} missing"));
         assert!(self.child_id(pid, name).is_none(), "invariant: {path} already a child");
+        let parent_old = self.node_digest(parent, pid);
         let node = Node::new(name, data, self.acls.intern(acl), stat);
         let (ephemeral, container, owner) = (node.is_ephemeral(), node.is_container(), stat.ephemeral_owner);
         let id = self.nodes.insert(node);
         self.len += 1;
-        self.link(pid, id);
-        self.refresh_digest(parent, pid);
+        let nodes = &self.nodes;
+        let kids = self.kids.entry(pid).or_default();
+        kids.table.insert_unique(name_hash(name), id, |&c| name_hash(nodes.node(c).name()));
+        kids.seq += i64::from(seq);
+        self.redigest(parent, pid, parent_old);
         if ephemeral {
             self.ephemerals.entry(owner).or_default().insert(path.into());
         }
@@ -271,7 +308,7 @@ impl Tree {
         if ttl > 0 {
             self.ttls.insert(path.into(), ttl);
         }
-        self.refresh_digest(path, id);
+        self.redigest(path, id, 0);
     }
 
     /// Removes a leaf node and unlinks it from its parent; returns it.
@@ -284,15 +321,23 @@ impl Tree {
             Some((parent, name, pid, self.child_id(pid, name)?))
         });
         let (parent, name, pid, id) = found.unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
-        assert!(self.nodes.node(id).children.is_empty(), "invariant: delete of non-empty node {path}");
-        self.unlink(pid, name);
+        assert_eq!(self.at(id).num_children(), 0, "invariant: delete of non-empty node {path}");
+        let (old, parent_old) = (self.node_digest(path, id), self.node_digest(parent, pid));
+        let nodes = &self.nodes;
+        let kids = self.kids.get_mut(&pid).expect("invariant: a parent of a child has a child index");
+        let entry = kids.table.find_entry(name_hash(name), |&c| nodes.node(c).name() == name);
+        entry.unwrap_or_else(|_| panic!("invariant: {path} is in its parent's index")).remove();
+        if kids.table.is_empty() && kids.seq == 0 {
+            self.kids.remove(&pid);
+        }
+        // The node's own (empty) index goes with it: its sequential counter must not pass to
+        // whatever node takes the slot next.
+        self.kids.remove(&id);
         let node = self.nodes.remove(id);
         self.len -= 1;
         self.acls.release(node.acl);
-        if self.digest_enabled {
-            self.digest = self.digest.wrapping_sub(node.digest);
-        }
-        self.refresh_digest(parent, pid);
+        self.digest = self.digest.wrapping_sub(old);
+        self.redigest(parent, pid, parent_old);
         if node.is_ephemeral() {
             let owner = node.stat.ephemeral_owner;
             if let Some(set) = self.ephemerals.get_mut(&owner) {
@@ -309,10 +354,10 @@ impl Tree {
         node
     }
 
-    /// Startup only: inserts a system node with an all-zero stat, leaving the parent's stat alone
-    /// (ZooKeeper and Keeper add them without counting a child change).
+    /// Startup only: inserts a system node with an all-zero stat, leaving the parent's stat and
+    /// sequential counter alone (ZooKeeper and Keeper add them without counting a child change).
     pub fn insert_system(&mut self, path: &str, data: &[u8], acl: &AclList) {
-        self.insert(path, Some(data), acl, NodeStat::default(), 0);
+        self.insert_counted(path, Some(data), acl, NodeStat::default(), 0, false);
     }
 }
 
@@ -375,21 +420,38 @@ mod tests {
             add(&mut t, &format!("/p/g{i}"));
         }
         for n in names {
-            assert_eq!(t.get(&format!("/p/{n}")).map(Node::name), Some(n));
+            assert_eq!(t.get(&format!("/p/{n}")).map(|c| c.name().to_string()).as_deref(), Some(n));
         }
         assert!(t.get("/p/n").is_none() && t.get("/p/").is_none() && t.get("p/n1").is_none());
         let p = t.get("/p").unwrap();
-        let listed: Vec<&str> = t.children(p).into_iter().map(Node::name).collect();
+        let listed: Vec<&str> = p.children().into_iter().map(|c| c.node.name()).collect();
         let mut want: Vec<String> =
             names.iter().map(|s| s.to_string()).chain((0..500).map(|i| format!("g{i}"))).collect();
         want.sort_unstable();
         assert_eq!(listed, want);
-        assert_eq!(t.children_unordered(p).count(), 506);
+        assert_eq!(p.children_unordered().count(), 506);
         for i in 0..500 {
             t.remove(&format!("/p/g{i}"));
         }
         assert_eq!(t.get("/p").unwrap().num_children(), 6);
         assert!(t.get("/p/g7").is_none());
+        assert_eq!(t.digest(), t.recompute_digest());
+    }
+
+    #[test]
+    fn a_reused_slot_starts_with_a_fresh_sequential_counter() {
+        let mut t = tree();
+        add(&mut t, "/a");
+        add(&mut t, "/a/x");
+        t.remove("/a/x");
+        assert_eq!(t.get("/a").unwrap().seq(), 1);
+        t.remove("/a");
+        add(&mut t, "/b");
+        add(&mut t, "/b2");
+        for p in ["/b", "/b2"] {
+            assert_eq!(t.get(p).unwrap().seq(), 0, "{p} took a freed slot");
+        }
+        assert_eq!(t.kids.len(), 1, "only the root has a child index");
         assert_eq!(t.digest(), t.recompute_digest());
     }
 
@@ -401,7 +463,7 @@ mod tests {
         assert_eq!(t.get("/a").unwrap().acl, t.get("/b").unwrap().acl);
         let read_only: AclList = Arc::new(Acl::read_only());
         t.set_acl("/a", &read_only);
-        assert_eq!(**t.acl(t.get("/a").unwrap()), *read_only);
+        assert_eq!(**t.get("/a").unwrap().acl(), *read_only);
         assert_eq!(t.acls.len(), 2);
         t.remove("/a");
         assert_eq!(t.acls.len(), 1, "the read-only list left with /a");

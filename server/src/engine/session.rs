@@ -174,7 +174,7 @@ impl Engine {
         let tree = &self.state.tree;
         let mut victims: Vec<String> = tree
             .containers()
-            .filter(|p| tree.get(p).is_some_and(|n| n.children.is_empty() && n.stat.cversion > 0))
+            .filter(|p| tree.get(p).is_some_and(|n| n.num_children() == 0 && n.stat.cversion > 0))
             .map(str::to_string)
             .collect();
         victims.extend(

@@ -43,7 +43,7 @@ impl<'a> View<'a> {
         }
         self.tree.get(path).map(|n| NodeView {
             stat: n.stat,
-            acl: self.tree.acl(n).clone(),
+            acl: n.acl().clone(),
             num_children: n.num_children() as i32,
             seq: n.seq(),
             ttl: self.tree.ttl_of(path),
@@ -59,8 +59,7 @@ impl<'a> View<'a> {
     /// Committed children of `path` that are not pending deletion (for removeRecursive).
     pub fn committed_children(&self, path: &str) -> Vec<String> {
         let Some(n) = self.tree.get(path) else { return Vec::new() };
-        self.tree
-            .children(n)
+        n.children()
             .into_iter()
             .map(|c| crate::core::path::join(path, c.name()))
             .filter(|p| !matches!(self.pending.get(p), Some(None)))
