@@ -85,7 +85,7 @@ impl State {
             }
             Txn::CloseSession { id, ephemerals } => {
                 for p in ephemerals {
-                    let owner = self.tree.get(p).map(|n| n.stat.ephemeral_owner);
+                    let owner = self.tree.get(p).map(|n| n.owner());
                     assert_eq!(owner, Some(*id), "invariant: {p} is not an ephemeral of {id:#x}");
                     self.delete(p, entry, &mut triggers);
                 }

@@ -6,7 +6,7 @@
 
 use super::node::Node;
 
-/// Slots per chunk: as many as fit in 256 KiB (3640 of 72 bytes). A power-of-two byte size
+/// Slots per chunk: as many as fit in 256 KiB (4096 of 64 bytes). A power-of-two byte size
 /// is a size class of its own in allocators that bin large blocks (mimalloc), so no rounded-up
 /// tail is paid per chunk; slot arithmetic divides by a constant, which compiles to a multiply.
 const CHUNK: usize = (256 << 10) / std::mem::size_of::<Option<Node>>();
@@ -77,7 +77,7 @@ mod tests {
     use crate::core::node::{AclId, NodeStat};
 
     fn node(name: &str) -> Node {
-        Node::new(name, Some(b""), AclId(0), NodeStat::default())
+        Node::new(name, Some(b""), AclId(0), &NodeStat::default())
     }
 
     #[test]

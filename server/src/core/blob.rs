@@ -5,12 +5,13 @@
 //! child index). Here both share one exact-size allocation whose length is written in front:
 //!
 //! ```text
-//! varint(len of the rest) | varint(name_len << 1 | null) | name | data
+//! varint(len of the rest) | varint(name_len << 3 | kind << 1 | null) | name | data
 //! ```
 //!
 //! so a 4-byte name with 100 bytes of data is 106 bytes in one 112-byte size class. The
-//! varints are LEB128 (7 bits a byte), so short lengths cost one byte. `null` keeps a node
-//! written with null data apart from empty data (see `Node::data_is_null`).
+//! varints are LEB128 (7 bits a byte), so names under 16 bytes cost one header byte. `null`
+//! keeps a node written with null data apart from empty data (see `Node::data_is_null`);
+//! `kind` (2 bits) is the node's `NodeKind`, kept here because these bits are free.
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -25,10 +26,11 @@ unsafe impl Send for Blob {}
 unsafe impl Sync for Blob {}
 
 impl Blob {
-    /// A blob of `name` and `data` (`None` = null data, read back as empty).
-    pub fn new(name: &str, data: Option<&[u8]>) -> Blob {
+    /// A blob of `name` and `data` (`None` = null data, read back as empty) and a 2-bit `kind`.
+    pub fn new(name: &str, data: Option<&[u8]>, kind: u8) -> Blob {
+        assert!(kind < 4, "invariant: a blob kind fits 2 bits");
         let bytes = data.unwrap_or_default();
-        let tag = (name.len() as u64) << 1 | u64::from(data.is_none());
+        let tag = (name.len() as u64) << 3 | u64::from(kind) << 1 | u64::from(data.is_none());
         let rest = varint_len(tag) + name.len() + bytes.len();
         let mut buf = Vec::with_capacity(varint_len(rest as u64) + rest);
         put_varint(&mut buf, rest as u64);
@@ -50,18 +52,18 @@ impl Blob {
         unsafe { std::slice::from_raw_parts(self.0.as_ptr(), header + rest as usize) }
     }
 
-    /// (name, data, null).
-    fn parts(&self) -> (&str, &[u8], bool) {
+    /// (name, data, null, kind).
+    fn parts(&self) -> (&str, &[u8], bool, u8) {
         let raw = self.raw();
         let (_, h1) = decode(raw);
         let (tag, h2) = decode(&raw[h1..]);
         let start = h1 + h2;
-        let name_len = (tag >> 1) as usize;
+        let name_len = (tag >> 3) as usize;
         let (name, data) = raw[start..].split_at(name_len);
         // SAFETY: the name bytes were copied from a `&str` in `new`; checking them again would
         // cost a UTF-8 scan on every child lookup.
         let name = unsafe { std::str::from_utf8_unchecked(name) };
-        (name, data, tag & 1 == 1)
+        (name, data, tag & 1 == 1, (tag >> 1 & 3) as u8)
     }
 
     /// The node's own name (the last path segment; empty for the root).
@@ -77,6 +79,11 @@ impl Blob {
     /// Whether the data was written as null.
     pub fn is_null(&self) -> bool {
         self.parts().2
+    }
+
+    /// The 2-bit kind given to `new`.
+    pub fn kind(&self) -> u8 {
+        self.parts().3
     }
 
     /// Bytes allocated on the heap.
@@ -97,8 +104,8 @@ impl Drop for Blob {
 
 impl Clone for Blob {
     fn clone(&self) -> Blob {
-        let (name, data, null) = self.parts();
-        Blob::new(name, if null { None } else { Some(data) })
+        let (name, data, null, kind) = self.parts();
+        Blob::new(name, if null { None } else { Some(data) }, kind)
     }
 }
 
@@ -112,8 +119,9 @@ impl Eq for Blob {}
 
 impl fmt::Debug for Blob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (name, data, null) = self.parts();
-        f.debug_struct("Blob").field("name", &name).field("data_len", &data.len()).field("null", &null).finish()
+        let (name, data, null, kind) = self.parts();
+        let mut d = f.debug_struct("Blob");
+        d.field("name", &name).field("data_len", &data.len()).field("null", &null).field("kind", &kind).finish()
     }
 }
 
@@ -171,23 +179,25 @@ mod tests {
         let long_name = "x".repeat(300);
         let big = vec![7u8; 70_000];
         for name in ["", "n1", "é", long_name.as_str()] {
-            for data in [None, Some(&b""[..]), Some(&b"abc"[..]), Some(&big[..])] {
-                let b = Blob::new(name, data);
+            for (kind, data) in [None, Some(&b""[..]), Some(&b"abc"[..]), Some(&big[..])].into_iter().enumerate() {
+                let b = Blob::new(name, data, kind as u8);
                 assert_eq!(b.name(), name);
                 assert_eq!(b.data(), data.unwrap_or_default());
                 assert_eq!(b.is_null(), data.is_none());
+                assert_eq!(b.kind(), kind as u8);
                 let c = b.clone();
                 assert_eq!(c, b);
                 assert_eq!(c.name(), name);
             }
         }
-        assert_ne!(Blob::new("a", None), Blob::new("a", Some(b"")), "null differs from empty");
+        assert_ne!(Blob::new("a", None, 0), Blob::new("a", Some(b""), 0), "null differs from empty");
+        assert_ne!(Blob::new("a", None, 0), Blob::new("a", None, 1), "kinds differ");
     }
 
     #[test]
     fn small_nodes_take_one_byte_of_each_header() {
         // The bench's znodes: a 4-byte name and 100 bytes of data fit a 112-byte size class.
-        assert_eq!(Blob::new("n999", Some(&[0u8; 100])).heap_size(), 1 + 1 + 4 + 100);
+        assert_eq!(Blob::new("n999", Some(&[0u8; 100]), 3).heap_size(), 1 + 1 + 4 + 100);
         assert_eq!(std::mem::size_of::<Blob>(), 8);
         assert_eq!(std::mem::size_of::<Option<Blob>>(), 8);
     }

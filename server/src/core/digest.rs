@@ -9,7 +9,7 @@ use std::hash::Hasher;
 
 use siphasher::sip::SipHasher24;
 
-use super::node::Node;
+use super::tree::NodeRef;
 
 /// The digest version this server computes (`KeeperDigestVersion::V5`).
 pub const DIGEST_VERSION: u8 = 5;
@@ -83,10 +83,10 @@ pub fn node_digest(n: &DigestInput<'_>) -> u64 {
     }
 }
 
-/// The digest of a stored node at `path`, with what the tree keeps beside it: its number of
-/// children and its TTL (0 unless a TTL node).
-pub fn stored_node_digest(path: &str, node: &Node, num_children: usize, ttl: i64) -> u64 {
-    let s = &node.stat;
+/// The digest of a stored node at `path`, with what the tree keeps beside it (its owner and
+/// number of children, through `NodeRef`, and its TTL: 0 unless a TTL node).
+pub fn stored_node_digest(path: &str, node: &NodeRef<'_>, ttl: i64) -> u64 {
+    let s = node.stat();
     node_digest(&DigestInput {
         path,
         data: node.data(),
@@ -98,7 +98,7 @@ pub fn stored_node_digest(path: &str, node: &Node, num_children: usize, ttl: i64
         cversion: s.cversion,
         aversion: s.aversion,
         ephemeral_owner: s.ephemeral_owner,
-        num_children: num_children as i32,
+        num_children: node.num_children() as i32,
         pzxid: s.pzxid,
         ttl,
     })

@@ -1,10 +1,11 @@
 //! One znode as the server stores it, and the child index each parent keeps.
 //!
-//! Memory per znode is a target (issue 7), so the layout is deliberate (a test pins it at 72
-//! bytes): the stat, a 4-byte index into the tree's interned ACL lists, and one thin pointer
-//! to the name and data in a single allocation (`Blob`). What only some nodes have is kept by
-//! the tree beside them: a parent's children (a hash table of arena slots whose names are read
-//! from the children themselves), a TTL, and the digest is recomputed rather than cached.
+//! Memory per znode is a target (issue 7), so the layout is deliberate (a test pins it at 64
+//! bytes): the stat without the ephemeral owner, a 4-byte index into the tree's interned ACL
+//! lists, and one thin pointer to the name, data and kind in a single allocation (`Blob`).
+//! What only some nodes have is kept by the tree beside them: a parent's children (a hash
+//! table of arena slots whose names are read from the children themselves), an ephemeral's
+//! owner, a TTL; and the digest is recomputed rather than cached.
 
 use std::sync::Arc;
 
@@ -23,11 +24,11 @@ pub struct AclId(pub(crate) u32);
 /// The ephemeralOwner sentinel of container nodes (ZooKeeper `EphemeralType.CONTAINER_EPHEMERAL_OWNER`).
 pub const CONTAINER_OWNER: i64 = i64::MIN;
 
-/// The persisted part of a node's stat: what the server stores. `dataLength` and `numChildren`
-/// are derived from the node itself.
+/// The persisted part of a node's stat, as prepare and clients see it. `dataLength` and
+/// `numChildren` are derived from the node itself.
 ///
-/// Packed to 4-byte alignment: 60 bytes instead of 64, so that the 4-byte ACL id fills what
-/// would be padding. Fields are read and written by value (no references to them).
+/// Packed to 4-byte alignment (60 bytes, not 64): no field is ever borrowed, only read and
+/// written by value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(C, packed(4))]
 pub struct NodeStat {
@@ -44,14 +45,81 @@ pub struct NodeStat {
     pub pzxid: i64,
 }
 
-/// A znode: what every node pays for. Its children (and its sequential counter) are kept by
-/// the tree, beside the few nodes that have them; its digest is recomputed when it changes.
+/// What a node stores of its stat: all of `NodeStat` but the ephemeral owner, which only
+/// ephemerals have (the tree keeps it beside them; `NodeKind` says which nodes those are).
+/// Packed like `NodeStat`: 52 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, packed(4))]
+pub struct StoredStat {
+    pub czxid: i64,
+    pub mzxid: i64,
+    pub ctime: i64,
+    pub mtime: i64,
+    pub version: i32,
+    pub cversion: i32,
+    pub aversion: i32,
+    pub pzxid: i64,
+}
+
+impl StoredStat {
+    fn of(s: &NodeStat) -> StoredStat {
+        StoredStat {
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            ctime: s.ctime,
+            mtime: s.mtime,
+            version: s.version,
+            cversion: s.cversion,
+            aversion: s.aversion,
+            pzxid: s.pzxid,
+        }
+    }
+
+    /// The full stat, given the owner.
+    pub fn with_owner(&self, ephemeral_owner: i64) -> NodeStat {
+        NodeStat {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            cversion: self.cversion,
+            aversion: self.aversion,
+            ephemeral_owner,
+            pzxid: self.pzxid,
+        }
+    }
+}
+
+/// What kind of node, by its ephemeral owner: fixed at create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    Persistent = 0,
+    /// Owned by a session; the owner is kept by the tree.
+    Ephemeral = 1,
+    /// A container (owner `CONTAINER_OWNER`).
+    Container = 2,
+}
+
+impl NodeKind {
+    fn of_owner(owner: i64) -> NodeKind {
+        match owner {
+            0 => NodeKind::Persistent,
+            CONTAINER_OWNER => NodeKind::Container,
+            _ => NodeKind::Ephemeral,
+        }
+    }
+}
+
+/// A znode: what every node pays for. Its children (and its sequential counter) and an
+/// ephemeral's owner are kept by the tree, beside the few nodes that have them; its digest is
+/// recomputed when it changes.
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub stat: NodeStat,
+    pub stat: StoredStat,
     /// The node's ACL list, interned by the tree (most trees use a handful of distinct ones).
     pub(crate) acl: AclId,
-    /// The node's own name (last path segment) and its data.
+    /// The node's own name (last path segment), its data, and its kind.
     blob: Blob,
 }
 
@@ -66,9 +134,11 @@ pub fn stored_data(data: Option<&[u8]>, keep_null: bool) -> Option<&[u8]> {
 }
 
 impl Node {
-    /// A node named `name` (`None` data = null, see `stored_data`).
-    pub(crate) fn new(name: &str, data: Option<&[u8]>, acl: AclId, stat: NodeStat) -> Node {
-        Node { stat, acl, blob: Blob::new(name, data) }
+    /// A node named `name` (`None` data = null, see `stored_data`); its kind follows
+    /// `stat.ephemeral_owner`, which the tree keeps for ephemerals.
+    pub(crate) fn new(name: &str, data: Option<&[u8]>, acl: AclId, stat: &NodeStat) -> Node {
+        let kind = NodeKind::of_owner(stat.ephemeral_owner);
+        Node { stat: StoredStat::of(stat), acl, blob: Blob::new(name, data, kind as u8) }
     }
 
     /// The last segment of the node's path (empty for the root).
@@ -89,24 +159,34 @@ impl Node {
 
     /// Replaces the data (`None` = null, see `stored_data`).
     pub fn set_data(&mut self, data: Option<&[u8]>) {
-        self.blob = Blob::new(self.blob.name(), data);
+        self.blob = Blob::new(self.blob.name(), data, self.blob.kind());
+    }
+
+    /// Persistent, ephemeral or container.
+    pub fn kind(&self) -> NodeKind {
+        match self.blob.kind() {
+            0 => NodeKind::Persistent,
+            1 => NodeKind::Ephemeral,
+            2 => NodeKind::Container,
+            k => unreachable!("invariant: node kind {k} was never stored"),
+        }
     }
 
     /// Whether this is a (session) ephemeral.
     pub fn is_ephemeral(&self) -> bool {
-        self.stat.ephemeral_owner != 0 && self.stat.ephemeral_owner != CONTAINER_OWNER
+        self.kind() == NodeKind::Ephemeral
     }
 
     /// Whether this is a container node.
     pub fn is_container(&self) -> bool {
-        self.stat.ephemeral_owner == CONTAINER_OWNER
+        self.kind() == NodeKind::Container
     }
 
-    /// The stat a client reads, given the child count the tree keeps. `hide_special_owners`
-    /// reports 0 for container nodes, as ZooKeeper does.
-    pub fn client_stat_with(&self, num_children: usize, hide_special_owners: bool) -> Stat {
+    /// The stat a client reads, given what the tree keeps beside the node (`NodeRef::client_stat`
+    /// supplies them). `hide_special_owners` reports 0 for container nodes, as ZooKeeper does.
+    pub fn client_stat_with(&self, owner: i64, num_children: usize, hide_special_owners: bool) -> Stat {
         let s = &self.stat;
-        let owner = if hide_special_owners && self.is_container() { 0 } else { s.ephemeral_owner };
+        let owner = if hide_special_owners && self.is_container() { 0 } else { owner };
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
@@ -144,18 +224,24 @@ mod tests {
     fn the_slot_stays_small() {
         // Memory per znode is a target (issue 7): a field added here is paid a million times.
         assert_eq!(std::mem::size_of::<NodeStat>(), 60);
-        assert_eq!(std::mem::size_of::<Option<Node>>(), 72);
+        assert_eq!(std::mem::size_of::<StoredStat>(), 52);
+        assert_eq!(std::mem::size_of::<Option<Node>>(), 64);
     }
 
     #[test]
     fn set_data_keeps_the_name_and_null_is_kept_only_when_asked() {
-        let mut n = Node::new("n1", stored_data(None, false), AclId(0), NodeStat::default());
+        let owned = NodeStat { ephemeral_owner: 7, ..NodeStat::default() };
+        let mut n = Node::new("n1", stored_data(None, false), AclId(0), &owned);
+        assert!(n.is_ephemeral());
         assert!(!n.data_is_null());
         n.set_data(stored_data(None, true));
         assert!(n.data_is_null());
         assert_eq!(n.data(), b"");
         n.set_data(Some(b"abc"));
         assert_eq!((n.name(), n.data(), n.data_is_null()), ("n1", &b"abc"[..], false));
-        assert_eq!(n.client_stat_with(0, true).data_length, 3);
+        assert_eq!(n.client_stat_with(7, 0, true).data_length, 3);
+        assert!(n.is_ephemeral(), "set_data keeps the kind");
+        let c = Node::new("c", None, AclId(0), &NodeStat { ephemeral_owner: CONTAINER_OWNER, ..NodeStat::default() });
+        assert_eq!((c.kind(), c.client_stat_with(CONTAINER_OWNER, 0, true).ephemeral_owner), (NodeKind::Container, 0));
     }
 }

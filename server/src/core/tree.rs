@@ -21,7 +21,7 @@ use testkeeper_wire::Stat;
 use super::acl_table::AclTable;
 use super::arena::Arena;
 use super::digest::stored_node_digest;
-use super::node::{AclList, Kids, Node, NodeStat};
+use super::node::{AclList, Kids, Node, NodeKind, NodeStat, CONTAINER_OWNER};
 use super::path;
 
 /// Arena slot of the root.
@@ -39,6 +39,8 @@ pub struct Tree {
     nodes: Arena,
     /// Child index by parent slot, for nodes that have or had children.
     kids: HashMap<u32, Kids, FixedState>,
+    /// Owner by slot, for ephemerals only.
+    owners: HashMap<u32, i64, FixedState>,
     len: usize,
     /// Wrapping sum of every node's digest (0 when the digest is disabled).
     digest: u64,
@@ -84,9 +86,23 @@ impl<'a> NodeRef<'a> {
         self.tree.acls.get(self.node.acl)
     }
 
-    /// The stat a client reads (see `Node::client_stat`).
+    /// The session owning this ephemeral, `CONTAINER_OWNER` for a container, else 0.
+    pub fn owner(&self) -> i64 {
+        match self.node.kind() {
+            NodeKind::Persistent => 0,
+            NodeKind::Container => CONTAINER_OWNER,
+            NodeKind::Ephemeral => *self.tree.owners.get(&self.id).expect("invariant: an ephemeral's owner is kept"),
+        }
+    }
+
+    /// The persisted stat, owner included.
+    pub fn stat(&self) -> NodeStat {
+        self.node.stat.with_owner(self.owner())
+    }
+
+    /// The stat a client reads (see `Node::client_stat_with`).
     pub fn client_stat(&self, hide_special_owners: bool) -> Stat {
-        self.node.client_stat_with(self.num_children(), hide_special_owners)
+        self.node.client_stat_with(self.owner(), self.num_children(), hide_special_owners)
     }
 
     /// The children, ordered by name as `str` orders (for the rare walks whose order shows:
@@ -109,12 +125,13 @@ impl Tree {
     /// An empty tree holding only the root, with empty data, an all-zero stat and `root_acl`.
     pub fn new(digest_enabled: bool, root_acl: &AclList) -> Tree {
         let mut acls = AclTable::default();
-        let root = Node::new("", Some(b""), acls.intern(root_acl), NodeStat::default());
+        let root = Node::new("", Some(b""), acls.intern(root_acl), &NodeStat::default());
         let mut nodes = Arena::default();
         assert_eq!(nodes.insert(root), ROOT);
         let mut t = Tree {
             nodes,
             kids: HashMap::default(),
+            owners: HashMap::default(),
             len: 1,
             digest: 0,
             digest_enabled,
@@ -185,7 +202,7 @@ impl Tree {
     /// The digest recomputed from scratch, for checks against the incremental one.
     pub fn recompute_digest(&self) -> u64 {
         let mut acc = 0u64;
-        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, &n, n.num_children(), self.ttl_of(p))));
+        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, &n, self.ttl_of(p))));
         acc
     }
 
@@ -241,8 +258,7 @@ impl Tree {
         if !self.digest_enabled {
             return 0;
         }
-        let n = self.at(id);
-        stored_node_digest(path, &n, n.num_children(), self.ttl_of(path))
+        stored_node_digest(path, &self.at(id), self.ttl_of(path))
     }
 
     /// Moves the tree digest from `old` to the current digest of the node at `path`.
@@ -290,9 +306,12 @@ impl Tree {
         let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: parent of {path} missing"));
         assert!(self.child_id(pid, name).is_none(), "invariant: {path} already a child");
         let parent_old = self.node_digest(parent, pid);
-        let node = Node::new(name, data, self.acls.intern(acl), stat);
+        let node = Node::new(name, data, self.acls.intern(acl), &stat);
         let (ephemeral, container, owner) = (node.is_ephemeral(), node.is_container(), stat.ephemeral_owner);
         let id = self.nodes.insert(node);
+        if ephemeral {
+            self.owners.insert(id, owner);
+        }
         self.len += 1;
         let nodes = &self.nodes;
         let kids = self.kids.entry(pid).or_default();
@@ -339,7 +358,7 @@ impl Tree {
         self.digest = self.digest.wrapping_sub(old);
         self.redigest(parent, pid, parent_old);
         if node.is_ephemeral() {
-            let owner = node.stat.ephemeral_owner;
+            let owner = self.owners.remove(&id).expect("invariant: an ephemeral's owner is kept");
             if let Some(set) = self.ephemerals.get_mut(&owner) {
                 set.remove(path);
                 if set.is_empty() {

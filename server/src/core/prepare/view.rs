@@ -42,7 +42,7 @@ impl<'a> View<'a> {
             return p.clone();
         }
         self.tree.get(path).map(|n| NodeView {
-            stat: n.stat,
+            stat: n.stat(),
             acl: n.acl().clone(),
             num_children: n.num_children() as i32,
             seq: n.seq(),
