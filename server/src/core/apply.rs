@@ -9,6 +9,7 @@ use super::digest::DIGEST_VERSION;
 use super::node::{stored_data, NodeStat};
 use super::path;
 use super::state::{SessionInfo, State};
+use super::tree::NewNode;
 use super::txn::{CreateTxn, Entry, Op, Txn};
 
 /// What one op did, for the reply.
@@ -152,17 +153,9 @@ impl State {
     fn create(&mut self, c: &CreateTxn, entry: &Entry, triggers: &mut Vec<Trigger>) -> OpResult {
         let (parent, _) = path::split(&c.path).unwrap_or_else(|| panic!("invariant: create of root"));
         let (zxid, time) = (entry.zxid, entry.time_ms);
-        let stat = NodeStat {
-            czxid: zxid,
-            mzxid: zxid,
-            ctime: time,
-            mtime: time,
-            pzxid: zxid,
-            ephemeral_owner: c.ephemeral_owner,
-            ..NodeStat::default()
-        };
+        let stat = NodeStat { czxid: zxid, mzxid: zxid, ctime: time, mtime: time, pzxid: zxid, ..NodeStat::default() };
         let data = stored_data(c.data.as_deref(), self.rules.preserve_null_data);
-        self.tree.insert(&c.path, data, &c.acl, stat, c.ttl);
+        self.tree.insert(&c.path, NewNode { data, acl: &c.acl, stat, owner: c.ephemeral_owner, ttl: c.ttl });
         self.tree.modify(parent, |p| {
             assert_eq!(
                 p.stat.cversion.wrapping_add(1),

@@ -74,10 +74,10 @@ impl Arena {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::node::{AclId, NodeStat};
+    use crate::core::node::{AclId, NodeKind, NodeStat};
 
     fn node(name: &str) -> Node {
-        Node::new(name, Some(b""), AclId(0), &NodeStat::default())
+        Node::new(name, Some(b""), AclId(0), NodeStat::default(), NodeKind::Persistent)
     }
 
     #[test]

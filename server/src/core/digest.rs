@@ -84,24 +84,10 @@ pub fn node_digest(n: &DigestInput<'_>) -> u64 {
 }
 
 /// The digest of a stored node at `path`, with what the tree keeps beside it (its owner and
-/// number of children, through `NodeRef`, and its TTL: 0 unless a TTL node).
+/// number of children, through `NodeRef`, and its TTL: 0 unless a TTL node). The fields are
+/// those a client reads, container owner included.
 pub fn stored_node_digest(path: &str, node: &NodeRef<'_>, ttl: i64) -> u64 {
-    let s = node.stat();
-    node_digest(&DigestInput {
-        path,
-        data: node.data(),
-        czxid: s.czxid,
-        mzxid: s.mzxid,
-        ctime: s.ctime,
-        mtime: s.mtime,
-        version: s.version,
-        cversion: s.cversion,
-        aversion: s.aversion,
-        ephemeral_owner: s.ephemeral_owner,
-        num_children: node.num_children() as i32,
-        pzxid: s.pzxid,
-        ttl,
-    })
+    node_digest(&DigestInput { ttl, ..DigestInput::from_stat(path, node.data(), &node.client_stat(false)) })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! One znode as the server stores it, and the child index each parent keeps.
 //!
 //! Memory per znode is a target (issue 7), so the layout is deliberate (a test pins it at 64
-//! bytes): the stat without the ephemeral owner, a 4-byte index into the tree's interned ACL
+//! bytes): the stat (without the ephemeral owner), a 4-byte index into the tree's interned ACL
 //! lists, and one thin pointer to the name, data and kind in a single allocation (`Blob`).
 //! What only some nodes have is kept by the tree beside them: a parent's children (a hash
 //! table of arena slots whose names are read from the children themselves), an ephemeral's
@@ -24,10 +24,11 @@ pub struct AclId(pub(crate) u32);
 /// The ephemeralOwner sentinel of container nodes (ZooKeeper `EphemeralType.CONTAINER_EPHEMERAL_OWNER`).
 pub const CONTAINER_OWNER: i64 = i64::MIN;
 
-/// The persisted part of a node's stat, as prepare and clients see it. `dataLength` and
-/// `numChildren` are derived from the node itself.
+/// The persisted part of a node's stat that every node stores. `dataLength` and `numChildren`
+/// are derived from the node, and `ephemeralOwner` only ephemerals have: the tree keeps it
+/// beside them (`NodeRef::owner`), and `NodeKind` says which nodes those are.
 ///
-/// Packed to 4-byte alignment (60 bytes, not 64): no field is ever borrowed, only read and
+/// Packed to 4-byte alignment (52 bytes, not 56): no field is ever borrowed, only read and
 /// written by value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(C, packed(4))]
@@ -40,55 +41,7 @@ pub struct NodeStat {
     /// Client-visible cversion (child creates + deletes, offset by the flavor's initial value).
     pub cversion: i32,
     pub aversion: i32,
-    /// Session id of an ephemeral, `CONTAINER_OWNER` for containers, 0 otherwise (TTL too).
-    pub ephemeral_owner: i64,
     pub pzxid: i64,
-}
-
-/// What a node stores of its stat: all of `NodeStat` but the ephemeral owner, which only
-/// ephemerals have (the tree keeps it beside them; `NodeKind` says which nodes those are).
-/// Packed like `NodeStat`: 52 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(C, packed(4))]
-pub struct StoredStat {
-    pub czxid: i64,
-    pub mzxid: i64,
-    pub ctime: i64,
-    pub mtime: i64,
-    pub version: i32,
-    pub cversion: i32,
-    pub aversion: i32,
-    pub pzxid: i64,
-}
-
-impl StoredStat {
-    fn of(s: &NodeStat) -> StoredStat {
-        StoredStat {
-            czxid: s.czxid,
-            mzxid: s.mzxid,
-            ctime: s.ctime,
-            mtime: s.mtime,
-            version: s.version,
-            cversion: s.cversion,
-            aversion: s.aversion,
-            pzxid: s.pzxid,
-        }
-    }
-
-    /// The full stat, given the owner.
-    pub fn with_owner(&self, ephemeral_owner: i64) -> NodeStat {
-        NodeStat {
-            czxid: self.czxid,
-            mzxid: self.mzxid,
-            ctime: self.ctime,
-            mtime: self.mtime,
-            version: self.version,
-            cversion: self.cversion,
-            aversion: self.aversion,
-            ephemeral_owner,
-            pzxid: self.pzxid,
-        }
-    }
 }
 
 /// What kind of node, by its ephemeral owner: fixed at create.
@@ -102,7 +55,9 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
-    fn of_owner(owner: i64) -> NodeKind {
+    /// The kind of a node created with ephemeralOwner `owner` (session id, `CONTAINER_OWNER`
+    /// or 0).
+    pub fn of_owner(owner: i64) -> NodeKind {
         match owner {
             0 => NodeKind::Persistent,
             CONTAINER_OWNER => NodeKind::Container,
@@ -116,7 +71,7 @@ impl NodeKind {
 /// recomputed when it changes.
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub stat: StoredStat,
+    pub stat: NodeStat,
     /// The node's ACL list, interned by the tree (most trees use a handful of distinct ones).
     pub(crate) acl: AclId,
     /// The node's own name (last path segment), its data, and its kind.
@@ -134,11 +89,9 @@ pub fn stored_data(data: Option<&[u8]>, keep_null: bool) -> Option<&[u8]> {
 }
 
 impl Node {
-    /// A node named `name` (`None` data = null, see `stored_data`); its kind follows
-    /// `stat.ephemeral_owner`, which the tree keeps for ephemerals.
-    pub(crate) fn new(name: &str, data: Option<&[u8]>, acl: AclId, stat: &NodeStat) -> Node {
-        let kind = NodeKind::of_owner(stat.ephemeral_owner);
-        Node { stat: StoredStat::of(stat), acl, blob: Blob::new(name, data, kind as u8) }
+    /// A node named `name` (`None` data = null, see `stored_data`) of `kind`.
+    pub(crate) fn new(name: &str, data: Option<&[u8]>, acl: AclId, stat: NodeStat, kind: NodeKind) -> Node {
+        Node { stat, acl, blob: Blob::new(name, data, kind as u8) }
     }
 
     /// The last segment of the node's path (empty for the root).
@@ -223,15 +176,14 @@ mod tests {
     #[test]
     fn the_slot_stays_small() {
         // Memory per znode is a target (issue 7): a field added here is paid a million times.
-        assert_eq!(std::mem::size_of::<NodeStat>(), 60);
-        assert_eq!(std::mem::size_of::<StoredStat>(), 52);
+        assert_eq!(std::mem::size_of::<NodeStat>(), 52);
         assert_eq!(std::mem::size_of::<Option<Node>>(), 64);
     }
 
     #[test]
     fn set_data_keeps_the_name_and_null_is_kept_only_when_asked() {
-        let owned = NodeStat { ephemeral_owner: 7, ..NodeStat::default() };
-        let mut n = Node::new("n1", stored_data(None, false), AclId(0), &owned);
+        let kind = NodeKind::of_owner(7);
+        let mut n = Node::new("n1", stored_data(None, false), AclId(0), NodeStat::default(), kind);
         assert!(n.is_ephemeral());
         assert!(!n.data_is_null());
         n.set_data(stored_data(None, true));
@@ -241,7 +193,7 @@ mod tests {
         assert_eq!((n.name(), n.data(), n.data_is_null()), ("n1", &b"abc"[..], false));
         assert_eq!(n.client_stat_with(7, 0, true).data_length, 3);
         assert!(n.is_ephemeral(), "set_data keeps the kind");
-        let c = Node::new("c", None, AclId(0), &NodeStat { ephemeral_owner: CONTAINER_OWNER, ..NodeStat::default() });
+        let c = Node::new("c", None, AclId(0), NodeStat::default(), NodeKind::of_owner(CONTAINER_OWNER));
         assert_eq!((c.kind(), c.client_stat_with(CONTAINER_OWNER, 0, true).ephemeral_owner), (NodeKind::Container, 0));
     }
 }

@@ -11,18 +11,20 @@
 //! reason a node's digest is not cached in it: a write hashes the nodes it touches before and
 //! after the change, and the tree digest moves by the difference.
 
+mod node_ref;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasher;
-use std::ops::Deref;
 
 use foldhash::fast::FixedState;
-use testkeeper_wire::Stat;
 
 use super::acl_table::AclTable;
 use super::arena::Arena;
 use super::digest::stored_node_digest;
-use super::node::{AclList, Kids, Node, NodeKind, NodeStat, CONTAINER_OWNER};
+use super::node::{AclList, Kids, Node, NodeKind, NodeStat};
 use super::path;
+
+pub use node_ref::NodeRef;
 
 /// Arena slot of the root.
 const ROOT: u32 = 0;
@@ -31,6 +33,19 @@ const ROOT: u32 = 0;
 /// order listings come in) is the same for the same history, in every run and replay.
 fn name_hash(name: &str) -> u64 {
     FixedState::with_seed(0).hash_one(name)
+}
+
+/// A node to create, besides its path.
+#[derive(Debug, Clone, Copy)]
+pub struct NewNode<'a> {
+    /// `None` = null data (see `stored_data`).
+    pub data: Option<&'a [u8]>,
+    pub acl: &'a AclList,
+    pub stat: NodeStat,
+    /// ephemeralOwner: a session id, `CONTAINER_OWNER` for a container, else 0.
+    pub owner: i64,
+    /// TTL in ms for a TTL node, else 0.
+    pub ttl: i64,
 }
 
 /// The tree and its indexes.
@@ -53,79 +68,11 @@ pub struct Tree {
     acls: AclTable,
 }
 
-/// A node of a tree, with what the tree keeps beside it (children, ACL list). Derefs to the
-/// node itself.
-#[derive(Debug, Clone, Copy)]
-pub struct NodeRef<'a> {
-    tree: &'a Tree,
-    id: u32,
-    node: &'a Node,
-}
-
-impl<'a> Deref for NodeRef<'a> {
-    type Target = Node;
-
-    fn deref(&self) -> &Node {
-        self.node
-    }
-}
-
-impl<'a> NodeRef<'a> {
-    /// Number of children.
-    pub fn num_children(&self) -> usize {
-        self.tree.kids.get(&self.id).map_or(0, |k| k.table.len())
-    }
-
-    /// Children ever created under this node: the sequential-suffix counter.
-    pub fn seq(&self) -> i64 {
-        self.tree.kids.get(&self.id).map_or(0, |k| k.seq)
-    }
-
-    /// The node's ACL list.
-    pub fn acl(&self) -> &'a AclList {
-        self.tree.acls.get(self.node.acl)
-    }
-
-    /// The session owning this ephemeral, `CONTAINER_OWNER` for a container, else 0.
-    pub fn owner(&self) -> i64 {
-        match self.node.kind() {
-            NodeKind::Persistent => 0,
-            NodeKind::Container => CONTAINER_OWNER,
-            NodeKind::Ephemeral => *self.tree.owners.get(&self.id).expect("invariant: an ephemeral's owner is kept"),
-        }
-    }
-
-    /// The persisted stat, owner included.
-    pub fn stat(&self) -> NodeStat {
-        self.node.stat.with_owner(self.owner())
-    }
-
-    /// The stat a client reads (see `Node::client_stat_with`).
-    pub fn client_stat(&self, hide_special_owners: bool) -> Stat {
-        self.node.client_stat_with(self.owner(), self.num_children(), hide_special_owners)
-    }
-
-    /// The children, ordered by name as `str` orders (for the rare walks whose order shows:
-    /// recursive listing under a limit, recursive removal).
-    pub fn children(&self) -> Vec<NodeRef<'a>> {
-        let mut out: Vec<NodeRef<'a>> = self.children_unordered().collect();
-        out.sort_unstable_by(|a, b| a.name().cmp(b.name()));
-        out
-    }
-
-    /// The children in table order: arbitrary, but the same for the same history. What
-    /// listings return (docs/flavors.md).
-    pub fn children_unordered(&self) -> impl Iterator<Item = NodeRef<'a>> + 'a {
-        let tree = self.tree;
-        tree.kids.get(&self.id).into_iter().flat_map(move |k| k.table.iter().map(move |&c| tree.at(c)))
-    }
-}
-
 impl Tree {
     /// An empty tree holding only the root, with empty data, an all-zero stat and `root_acl`.
     pub fn new(digest_enabled: bool, root_acl: &AclList) -> Tree {
         let mut acls = AclTable::default();
-        let root = Node::new("", Some(b""), acls.intern(root_acl), &NodeStat::default());
+        let root = Node::new("", Some(b""), acls.intern(root_acl), NodeStat::default(), NodeKind::Persistent);
         let mut nodes = Arena::default();
         assert_eq!(nodes.insert(root), ROOT);
         let mut t = Tree {
@@ -292,22 +239,23 @@ impl Tree {
         self.acls.release(old);
     }
 
-    /// Creates the node at `path` (`ttl` > 0 for a TTL node), links it into its parent and
-    /// counts it in the parent's sequential counter (the parent's stat is the caller's job).
+    /// Creates the node at `path`, links it into its parent and counts it in the parent's
+    /// sequential counter (the parent's stat is the caller's job).
     ///
     /// # Panics
     /// When the node exists or the parent does not.
-    pub fn insert(&mut self, path: &str, data: Option<&[u8]>, acl: &AclList, stat: NodeStat, ttl: i64) {
-        self.insert_counted(path, data, acl, stat, ttl, true);
+    pub fn insert(&mut self, path: &str, new: NewNode<'_>) {
+        self.insert_counted(path, new, true);
     }
 
-    fn insert_counted(&mut self, path: &str, data: Option<&[u8]>, acl: &AclList, stat: NodeStat, ttl: i64, seq: bool) {
+    fn insert_counted(&mut self, path: &str, new: NewNode<'_>, seq: bool) {
+        let NewNode { data, acl, stat, owner, ttl } = new;
         let (parent, name) = path::split(path).unwrap_or_else(|| panic!("invariant: insert of root"));
         let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: parent of {path} missing"));
         assert!(self.child_id(pid, name).is_none(), "invariant: {path} already a child");
         let parent_old = self.node_digest(parent, pid);
-        let node = Node::new(name, data, self.acls.intern(acl), &stat);
-        let (ephemeral, container, owner) = (node.is_ephemeral(), node.is_container(), stat.ephemeral_owner);
+        let node = Node::new(name, data, self.acls.intern(acl), stat, NodeKind::of_owner(owner));
+        let (ephemeral, container) = (node.is_ephemeral(), node.is_container());
         let id = self.nodes.insert(node);
         if ephemeral {
             self.owners.insert(id, owner);
@@ -376,116 +324,10 @@ impl Tree {
     /// Startup only: inserts a system node with an all-zero stat, leaving the parent's stat and
     /// sequential counter alone (ZooKeeper and Keeper add them without counting a child change).
     pub fn insert_system(&mut self, path: &str, data: &[u8], acl: &AclList) {
-        self.insert_counted(path, Some(data), acl, NodeStat::default(), 0, false);
+        let new = NewNode { data: Some(data), acl, stat: NodeStat::default(), owner: 0, ttl: 0 };
+        self.insert_counted(path, new, false);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use testkeeper_wire::Acl;
-
-    use super::*;
-
-    fn open() -> AclList {
-        Arc::new(Acl::open())
-    }
-
-    fn tree() -> Tree {
-        Tree::new(true, &open())
-    }
-
-    fn add(t: &mut Tree, path: &str) {
-        t.insert(path, Some(b""), &open(), NodeStat::default(), 0);
-    }
-
-    #[test]
-    fn incremental_digest_equals_recompute() {
-        let mut t = tree();
-        t.insert_system("/zookeeper", b"", &open());
-        t.insert("/a", Some(b"x"), &open(), NodeStat::default(), 0);
-        t.insert("/t", None, &open(), NodeStat::default(), 5000);
-        t.modify("/a", |n| n.stat.version += 1);
-        t.modify("/a", |n| n.set_data(Some(b"longer data")));
-        assert_eq!(t.digest(), t.recompute_digest());
-        assert_eq!(t.ttl_of("/t"), 5000);
-        t.remove("/a");
-        t.remove("/t");
-        assert_eq!(t.digest(), t.recompute_digest());
-        assert_eq!((t.len(), t.ttl_of("/t")), (2, 0));
-    }
-
-    #[test]
-    #[should_panic(expected = "invariant")]
-    fn deleting_a_parent_with_children_panics() {
-        let mut t = tree();
-        add(&mut t, "/a");
-        add(&mut t, "/a/b");
-        t.remove("/a");
-    }
-
-    #[test]
-    fn children_resolve_by_exact_name_and_list_in_str_order() {
-        let mut t = tree();
-        add(&mut t, "/p");
-        let long = "x".repeat(40);
-        let names = ["n2", "n10", "é", long.as_str(), "n1", "N1"];
-        for n in names {
-            add(&mut t, &format!("/p/{n}"));
-        }
-        // Enough children to make the table grow (and rehash through the arena) several times.
-        for i in 0..500 {
-            add(&mut t, &format!("/p/g{i}"));
-        }
-        for n in names {
-            assert_eq!(t.get(&format!("/p/{n}")).map(|c| c.name().to_string()).as_deref(), Some(n));
-        }
-        assert!(t.get("/p/n").is_none() && t.get("/p/").is_none() && t.get("p/n1").is_none());
-        let p = t.get("/p").unwrap();
-        let listed: Vec<&str> = p.children().into_iter().map(|c| c.node.name()).collect();
-        let mut want: Vec<String> =
-            names.iter().map(|s| s.to_string()).chain((0..500).map(|i| format!("g{i}"))).collect();
-        want.sort_unstable();
-        assert_eq!(listed, want);
-        assert_eq!(p.children_unordered().count(), 506);
-        for i in 0..500 {
-            t.remove(&format!("/p/g{i}"));
-        }
-        assert_eq!(t.get("/p").unwrap().num_children(), 6);
-        assert!(t.get("/p/g7").is_none());
-        assert_eq!(t.digest(), t.recompute_digest());
-    }
-
-    #[test]
-    fn a_reused_slot_starts_with_a_fresh_sequential_counter() {
-        let mut t = tree();
-        add(&mut t, "/a");
-        add(&mut t, "/a/x");
-        t.remove("/a/x");
-        assert_eq!(t.get("/a").unwrap().seq(), 1);
-        t.remove("/a");
-        add(&mut t, "/b");
-        add(&mut t, "/b2");
-        for p in ["/b", "/b2"] {
-            assert_eq!(t.get(p).unwrap().seq(), 0, "{p} took a freed slot");
-        }
-        assert_eq!(t.kids.len(), 1, "only the root has a child index");
-        assert_eq!(t.digest(), t.recompute_digest());
-    }
-
-    #[test]
-    fn equal_acls_share_one_copy_until_the_last_user_goes() {
-        let mut t = tree();
-        add(&mut t, "/a");
-        add(&mut t, "/b");
-        assert_eq!(t.get("/a").unwrap().acl, t.get("/b").unwrap().acl);
-        let read_only: AclList = Arc::new(Acl::read_only());
-        t.set_acl("/a", &read_only);
-        assert_eq!(**t.get("/a").unwrap().acl(), *read_only);
-        assert_eq!(t.acls.len(), 2);
-        t.remove("/a");
-        assert_eq!(t.acls.len(), 1, "the read-only list left with /a");
-        assert_eq!(t.digest(), t.recompute_digest());
-    }
-}
+mod tests;

@@ -69,7 +69,7 @@ pub(super) fn prepare_stat(
         && i32_ok(want.version, s.version)
         && i32_ok(want.cversion, s.cversion)
         && i32_ok(want.aversion, s.aversion)
-        && i64_ok(want.ephemeral_owner, s.ephemeral_owner)
+        && i64_ok(want.ephemeral_owner, node.owner)
         && i32_ok(want.data_length, node.data_len)
         && i32_ok(want.num_children, node.num_children)
         && i64_ok(want.pzxid, s.pzxid);

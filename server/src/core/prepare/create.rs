@@ -84,7 +84,8 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
     view.set(
         &full_path,
         Some(NodeView {
-            stat: NodeStat { ephemeral_owner, ..NodeStat::default() },
+            stat: NodeStat::default(),
+            owner: ephemeral_owner,
             acl: acl.clone(),
             num_children: 0,
             seq: 0,

@@ -10,6 +10,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView {
     pub stat: NodeStat,
+    /// ephemeralOwner: the session of an ephemeral, `CONTAINER_OWNER` for a container, else 0.
+    pub owner: i64,
     pub acl: AclList,
     pub num_children: i32,
     pub seq: i64,
@@ -20,7 +22,7 @@ pub struct NodeView {
 impl NodeView {
     /// Whether the node is a session ephemeral (which cannot have children).
     pub fn is_ephemeral(&self) -> bool {
-        self.stat.ephemeral_owner != 0 && self.stat.ephemeral_owner != CONTAINER_OWNER
+        self.owner != 0 && self.owner != CONTAINER_OWNER
     }
 }
 
@@ -42,7 +44,8 @@ impl<'a> View<'a> {
             return p.clone();
         }
         self.tree.get(path).map(|n| NodeView {
-            stat: n.stat(),
+            stat: n.stat,
+            owner: n.owner(),
             acl: n.acl().clone(),
             num_children: n.num_children() as i32,
             seq: n.seq(),
