@@ -415,7 +415,10 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None):
     def med(r, label, key):
         return next(t[key] for t in r["summary"]["targets"] if t["label"] == label)
 
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    # When the measurements were taken (the first matrix file's time), not when this rendered:
+    # --render-only must not restamp an old run.
+    first = os.path.join(OUT, "vs-zk-s1-w1.json")
+    now = datetime.datetime.fromtimestamp(os.path.getmtime(first), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     zkv = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "zookeeper"], capture_output=True, text=True).stdout
     cfg = runs[(1, 1)]["config"]
