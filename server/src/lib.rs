@@ -1,12 +1,14 @@
 //! testkeeper's server: a ClickHouse-Keeper-compatible ZooKeeper-protocol server for tests.
 //!
 //! # Layout
-//! - [`core`]: the deterministic state machine (prepare, apply, digest, watches, flavors).
+//! - [`core`]: the deterministic state machine, re-exported from the `testkeeper-core` crate.
 //! - [`faults`]: seeded, protocol-aware fault injection hooked into the engine's request path.
 //! - [`http`]: the admin HTTP endpoint (`/ready`, `/metrics`, 4lw commands, fault control).
+/// The deterministic state machine (its own crate, so that it cannot reach tokio, a clock or
+/// randomness), re-exported under its old path.
+pub use testkeeper_core as core;
 pub mod clock;
 pub mod config;
-pub mod core;
 pub mod embed;
 pub mod engine;
 pub mod faults;

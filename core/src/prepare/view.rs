@@ -2,8 +2,8 @@
 //! ops decided so far in the same multi. Nothing here mutates the tree; dropping the view is
 //! the rollback of a failed multi.
 
-use crate::core::node::{AclList, NodeStat, CONTAINER_OWNER};
-use crate::core::tree::Tree;
+use crate::node::{AclList, NodeStat, CONTAINER_OWNER};
+use crate::tree::Tree;
 use std::collections::HashMap;
 
 /// What prepare needs to know of a node.
@@ -64,7 +64,7 @@ impl<'a> View<'a> {
         let Some(n) = self.tree.get(path) else { return Vec::new() };
         n.children()
             .into_iter()
-            .map(|c| crate::core::path::join(path, c.name()))
+            .map(|c| crate::path::join(path, c.name()))
             .filter(|p| !matches!(self.pending.get(p), Some(None)))
             .collect()
     }

@@ -20,7 +20,6 @@ use foldhash::fast::FixedState;
 
 use super::acl_table::AclTable;
 use super::arena::Arena;
-use super::digest::stored_node_digest;
 use super::node::{AclList, Kids, Node, NodeKind, NodeStat};
 use super::path;
 
@@ -149,7 +148,7 @@ impl Tree {
     /// The digest recomputed from scratch, for checks against the incremental one.
     pub fn recompute_digest(&self) -> u64 {
         let mut acc = 0u64;
-        self.walk(|p, n| acc = acc.wrapping_add(stored_node_digest(p, &n, self.ttl_of(p))));
+        self.walk(|p, n| acc = acc.wrapping_add(n.digest(p)));
         acc
     }
 
@@ -205,7 +204,7 @@ impl Tree {
         if !self.digest_enabled {
             return 0;
         }
-        stored_node_digest(path, &self.at(id), self.ttl_of(path))
+        self.at(id).digest(path)
     }
 
     /// Moves the tree digest from `old` to the current digest of the node at `path`.

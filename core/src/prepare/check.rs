@@ -6,9 +6,9 @@ use testkeeper_wire::{perms, ZkError};
 
 use super::view::View;
 use super::Ctx;
-use crate::core::acl;
-use crate::core::state::State;
-use crate::core::txn::Op;
+use crate::acl;
+use crate::state::State;
+use crate::txn::Op;
 
 pub(super) fn prepare_version(
     _state: &State,

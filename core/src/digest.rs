@@ -9,8 +9,6 @@ use std::hash::Hasher;
 
 use siphasher::sip::SipHasher24;
 
-use super::tree::NodeRef;
-
 /// The digest version this server computes (`KeeperDigestVersion::V5`).
 pub const DIGEST_VERSION: u8 = 5;
 
@@ -81,13 +79,6 @@ pub fn node_digest(n: &DigestInput<'_>) -> u64 {
         0 => 1,
         d => d,
     }
-}
-
-/// The digest of a stored node at `path`, with what the tree keeps beside it (its owner and
-/// number of children, through `NodeRef`, and its TTL: 0 unless a TTL node). The fields are
-/// those a client reads, container owner included.
-pub fn stored_node_digest(path: &str, node: &NodeRef<'_>, ttl: i64) -> u64 {
-    node_digest(&DigestInput { ttl, ..DigestInput::from_stat(path, node.data(), &node.client_stat(false)) })
 }
 
 #[cfg(test)]

@@ -7,10 +7,10 @@ use testkeeper_wire::{perms, ZkError};
 
 use super::view::{NodeView, View};
 use super::{check_version, Ctx};
-use crate::core::node::NodeStat;
-use crate::core::state::State;
-use crate::core::txn::Op;
-use crate::core::{acl, path};
+use crate::node::NodeStat;
+use crate::state::State;
+use crate::txn::Op;
+use crate::{acl, path};
 
 fn parent_of(path: &str) -> Result<&str, ZkError> {
     path::split(path).map(|(p, _)| p).ok_or(ZkError::BadArguments)

@@ -250,7 +250,7 @@ impl Watches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::flavor::Flavor;
+    use crate::flavor::Flavor;
 
     fn zk() -> Rules {
         Rules::new(Flavor::Zookeeper, 0)

@@ -6,10 +6,10 @@ use testkeeper_wire::{perms, ZkError};
 
 use super::view::{NodeView, View};
 use super::{check_version, Ctx};
-use crate::core::node::{AclList, NodeStat};
-use crate::core::state::State;
-use crate::core::txn::Op;
-use crate::core::{acl, path};
+use crate::node::{AclList, NodeStat};
+use crate::state::State;
+use crate::txn::Op;
+use crate::{acl, path};
 
 pub(super) fn prepare_data(
     state: &State,

@@ -6,7 +6,8 @@ use std::ops::Deref;
 use testkeeper_wire::Stat;
 
 use super::Tree;
-use crate::core::node::{AclList, Node, NodeKind, CONTAINER_OWNER};
+use crate::digest::{node_digest, DigestInput};
+use crate::node::{AclList, Node, NodeKind, CONTAINER_OWNER};
 
 /// A node of a tree, with what the tree keeps beside it (children, ACL list). Derefs to the
 /// node itself.
@@ -26,6 +27,13 @@ impl<'a> Deref for NodeRef<'a> {
 }
 
 impl<'a> NodeRef<'a> {
+    /// The Keeper digest of this node at `path`, with what the tree keeps beside it (owner,
+    /// number of children, TTL). The fields are those a client reads, container owner included.
+    pub fn digest(&self, path: &str) -> u64 {
+        let ttl = self.tree.ttl_of(path);
+        node_digest(&DigestInput { ttl, ..DigestInput::from_stat(path, self.data(), &self.client_stat(false)) })
+    }
+
     /// Number of children.
     pub fn num_children(&self) -> usize {
         self.tree.kids.get(&self.id).map_or(0, |k| k.table.len())

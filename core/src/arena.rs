@@ -74,7 +74,7 @@ impl Arena {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::node::{AclId, NodeKind, NodeStat};
+    use crate::node::{AclId, NodeKind, NodeStat};
 
     fn node(name: &str) -> Node {
         Node::new(name, Some(b""), AclId(0), NodeStat::default(), NodeKind::Persistent)

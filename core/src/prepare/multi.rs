@@ -6,8 +6,8 @@ use testkeeper_wire::{Request, ZkError};
 
 use super::view::View;
 use super::{prepare_op, Ctx};
-use crate::core::state::State;
-use crate::core::txn::Txn;
+use crate::state::State;
+use crate::txn::Txn;
 
 pub(super) fn prepare(state: &State, ops: &[Request], ctx: &Ctx<'_>) -> Txn {
     let mut view = View::new(&state.tree);

@@ -8,10 +8,10 @@ use testkeeper_wire::{perms, CreateOp, OpCode, ZkError};
 
 use super::view::{NodeView, View};
 use super::Ctx;
-use crate::core::node::{AclList, NodeStat, CONTAINER_OWNER};
-use crate::core::state::State;
-use crate::core::txn::{CreateTxn, Op};
-use crate::core::{acl, path};
+use crate::node::{AclList, NodeStat, CONTAINER_OWNER};
+use crate::state::State;
+use crate::txn::{CreateTxn, Op};
+use crate::{acl, path};
 
 /// Largest TTL ZooKeeper accepts (`EphemeralType.TTL.maxValue()`).
 const MAX_TTL_MS: i64 = 0x00FF_FFFF_FFFF;
