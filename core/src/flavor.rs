@@ -76,6 +76,11 @@ pub struct Rules {
     /// A persistent-recursive watch event names the watched path (Keeper's storage does this)
     /// rather than the changed node (ZooKeeper).
     pub recursive_event_names_watch_path: bool,
+    /// A persistent-recursive addWatch also registers in the child watch table (ZooKeeper's
+    /// `DataTree.addWatch`), where it fires NodeDeleted for deleted descendants; Keeper keeps
+    /// recursive watches in a table of their own (`KeeperStorage::processWatchesImpl`), so a
+    /// delete below tells it once, like any other change.
+    pub recursive_watch_in_child_table: bool,
     /// setWatches: a child watch whose node's pzxid moved fires NodeDataChanged (Keeper) rather
     /// than NodeChildrenChanged (ZooKeeper).
     pub set_watches_child_change_is_data_changed: bool,
@@ -136,6 +141,7 @@ impl Rules {
                 keeper_path_reserved: true,
                 ip_acl_scheme: false,
                 recursive_event_names_watch_path: true,
+                recursive_watch_in_child_table: false,
                 set_watches_child_change_is_data_changed: true,
                 set_watches_reply_first: true,
                 preserve_null_data: false,
@@ -165,6 +171,7 @@ impl Rules {
                 keeper_path_reserved: false,
                 ip_acl_scheme: true,
                 recursive_event_names_watch_path: false,
+                recursive_watch_in_child_table: true,
                 set_watches_child_change_is_data_changed: false,
                 set_watches_reply_first: false,
                 preserve_null_data: true,

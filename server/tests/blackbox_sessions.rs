@@ -2,23 +2,18 @@
 //! resumption per flavor, watches (order, exactly once), restart keeping the tree, Keeper's
 //! system nodes and four-letter words.
 
+mod blackbox_support;
+
 use std::time::Duration;
 
+use blackbox_support::{four_letter, server};
+
 use testkeeper_server::clock::Clock;
-use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
-use testkeeper_server::embed::TestKeeper;
 use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 use testkeeper_wire::records::create::create_mode;
 use testkeeper_wire::records::header::event_type;
 use testkeeper_wire::{Acl, ZkError};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn server(flavor: Flavor, clock: Clock) -> TestKeeper {
-    let mut cfg = ServerConfig::new(flavor);
-    cfg.listen = "127.0.0.1:0".parse().unwrap();
-    TestKeeper::start_with_clock(cfg, clock).await.expect("start")
-}
 
 fn opts(timeout_ms: i32, read_only: Option<bool>) -> ConnectOptions {
     ConnectOptions { timeout_ms, read_only, auto_ping: false, ..ConnectOptions::default() }
@@ -106,6 +101,29 @@ async fn a_watch_fires_once_and_before_the_reply_of_the_write_that_fired_it() {
     assert!(events.try_recv().is_err(), "one-shot watches fire exactly once");
 }
 
+/// Issue 16: deleting `/r/a/b` under `addWatch(/r, PERSISTENT_RECURSIVE)` is one event in
+/// each flavor: Keeper names the watched ancestor (`KeeperStorage::processWatchesImpl`, one
+/// event per watched ancestor), ZooKeeper the deleted node.
+#[tokio::test]
+async fn a_delete_below_a_recursive_watch_is_one_event() {
+    for (flavor, want) in [(Flavor::Keeper, "/r"), (Flavor::Zookeeper, "/r/a/b")] {
+        let tk = server(flavor, Clock::System).await;
+        let mut c = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+        let mut events = c.events().unwrap();
+        for p in ["/r", "/r/a", "/r/a/b"] {
+            c.create(p, b"", &Acl::open(), create_mode::PERSISTENT).await.unwrap();
+        }
+        c.add_watch("/r", testkeeper_wire::records::watches::add_watch_mode::PERSISTENT_RECURSIVE).await.unwrap();
+        // Events precede the reply of the write that fired them, so all are here by now.
+        c.delete("/r/a/b", -1).await.unwrap();
+        let mut got = Vec::new();
+        while let Ok(ev) = events.try_recv() {
+            got.push((ev.event.event_type, ev.event.path));
+        }
+        assert_eq!(got, vec![(event_type::NODE_DELETED, want.to_string())], "{flavor}");
+    }
+}
+
 #[tokio::test]
 async fn restart_keeps_the_tree_and_the_digest() {
     let mut tk = server(Flavor::Keeper, Clock::System).await;
@@ -138,14 +156,6 @@ async fn keeper_serves_what_it_advertises() {
         vec![testkeeper_wire::MultiResult::OpError(testkeeper_wire::OpCode::GetData, ZkError::NoNode.code())]
     );
     assert_eq!(c.create("/keeper/x", b"", &Acl::open(), 0).await, Err(ClientError::Zk(ZkError::BadArguments)));
-}
-
-async fn four_letter(addr: std::net::SocketAddr, word: &str) -> String {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(word.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
 }
 
 #[tokio::test]
