@@ -69,6 +69,13 @@ pub struct Rules {
     pub root_initial_cversion: i32,
     /// Keeper refuses children under TTL nodes with BADARGUMENTS; ZooKeeper allows them.
     pub ttl_nodes_refuse_children: bool,
+    /// Written paths are checked with ZooKeeper's `PathUtils.validatePath` (relative `.`/`..`
+    /// segments, control, private-use and non-BMP characters refused); Keeper's storage
+    /// refuses only an empty node name (see `path::validate_keeper`).
+    pub zookeeper_path_rules: bool,
+    /// Reads of the empty path answer the root: ZooKeeper's DataTree keeps the root under ""
+    /// as well as "/". Keeper's storage has only "/", so "" is NONODE there.
+    pub empty_path_is_root: bool,
     /// Keeper reserves `/keeper` and below: writes there are BADARGUMENTS.
     pub keeper_path_reserved: bool,
     /// The `ip` ACL scheme exists (ZooKeeper) or not (Keeper: world, auth, digest only).
@@ -139,6 +146,8 @@ impl Rules {
                 root_initial_cversion: 0,
                 ttl_nodes_refuse_children: true,
                 keeper_path_reserved: true,
+                zookeeper_path_rules: false,
+                empty_path_is_root: false,
                 ip_acl_scheme: false,
                 recursive_event_names_watch_path: true,
                 recursive_watch_in_child_table: false,
@@ -169,6 +178,8 @@ impl Rules {
                 root_initial_cversion: -1,
                 ttl_nodes_refuse_children: false,
                 keeper_path_reserved: false,
+                zookeeper_path_rules: true,
+                empty_path_is_root: true,
                 ip_acl_scheme: true,
                 recursive_event_names_watch_path: false,
                 recursive_watch_in_child_table: true,

@@ -14,6 +14,9 @@ use super::tree::NodeRef;
 
 impl State {
     fn node(&self, p: &str) -> Result<NodeRef<'_>, ZkError> {
+        // ZooKeeper's DataTree files the root under "" as well as "/" (measured: getData("")
+        // answers the root); Keeper's storage knows only "/".
+        let p = if p.is_empty() && self.rules.empty_path_is_root { "/" } else { p };
         self.tree.get(p).ok_or(ZkError::NoNode)
     }
 

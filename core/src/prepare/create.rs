@@ -46,7 +46,7 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
     acl::check(&parent.acl, ctx.auth, perms::CREATE)?;
     let full_path =
         if mode.sequential { format!("{}{}", req.path, state.rules.seq_suffix(parent.seq)) } else { req.path.clone() };
-    path::validate(&full_path).map_err(|_| ZkError::BadArguments)?;
+    path::validate(&full_path, &state.rules).map_err(|_| ZkError::BadArguments)?;
     if view.get(&full_path).is_some() {
         if if_not_exists {
             return Ok(Op::Nothing { path: full_path });

@@ -17,7 +17,7 @@ pub(super) fn prepare_data(
     req: &SetDataRequest,
     ctx: &Ctx<'_>,
 ) -> Result<Op, ZkError> {
-    if path::validate(&req.path).is_err() && req.path != "/" {
+    if path::validate(&req.path, &state.rules).is_err() && req.path != "/" {
         return Err(ZkError::BadArguments);
     }
     if state.is_reserved(&req.path) {
@@ -51,7 +51,7 @@ pub(super) fn prepare_acl(
     req: &SetAclRequest,
     ctx: &Ctx<'_>,
 ) -> Result<Op, ZkError> {
-    if path::validate(&req.path).is_err() {
+    if path::validate(&req.path, &state.rules).is_err() {
         return Err(ZkError::BadArguments);
     }
     if state.is_reserved(&req.path) {
