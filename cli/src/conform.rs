@@ -1,20 +1,23 @@
 //! `testkeeper conform`: runs the conformance suite (crate `testkeeper-conformance`) against
 //! a server and writes the reports. Exit status 0 only when nothing differs unexpectedly.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
-use testkeeper_conformance::{report, transcript, Config, Status};
+use testkeeper_conformance::{report, transcript, Config, Endpoint, Progress, Report};
+
+use crate::addr::{self, HostList, HostPort};
 
 #[derive(Args, Debug)]
 pub struct ConformArgs {
-    /// The server under test.
-    #[arg(long)]
-    target: SocketAddr,
-    /// A live reference server to run the same scenarios against and diff with.
-    #[arg(long, conflicts_with = "expect")]
-    reference: Option<SocketAddr>,
+    /// The server under test, HOST:PORT; a comma list (a,b,c) names the servers of one
+    /// ensemble, which the cluster scenarios need.
+    #[arg(long, value_name = "HOST:PORT[,...]", value_parser = addr::host_list)]
+    target: HostList,
+    /// A live reference server (or ensemble) to run the same scenarios against and diff with.
+    #[arg(long, value_name = "HOST:PORT[,...]", value_parser = addr::host_list, conflicts_with = "expect")]
+    reference: Option<HostList>,
     /// A golden transcript to diff with instead of a live reference.
     #[arg(long)]
     expect: Option<PathBuf>,
@@ -27,6 +30,9 @@ pub struct ConformArgs {
     /// Run only the scenarios that never write.
     #[arg(long)]
     read_only: bool,
+    /// Longest wait for a container or TTL node to be collected, in seconds.
+    #[arg(long, default_value_t = 90)]
+    collect_wait: u64,
     /// Write the report as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -44,30 +50,42 @@ pub struct ConformArgs {
     filter: Option<String>,
 }
 
+/// The nodes of an address list, each at its first reachable address.
+pub async fn endpoint(list: &[HostPort]) -> Endpoint {
+    let mut nodes = Vec::with_capacity(list.len());
+    for hp in list {
+        nodes.push(hp.reachable().await);
+    }
+    Endpoint { name: list.iter().map(|h| h.text.as_str()).collect::<Vec<_>>().join(","), nodes }
+}
+
 /// Runs the suite and writes what was asked for.
 ///
 /// # Errors
 /// Connection or file errors, and "unexpected differences" when any scenario failed.
 pub async fn run(args: ConformArgs) -> Result<(), String> {
+    let reference = match &args.reference {
+        Some(r) => Some(endpoint(&r.0).await),
+        None => None,
+    };
     let cfg = Config {
-        target: Some(args.target),
-        reference: args.reference,
+        target: Some(endpoint(&args.target.0).await),
+        reference,
         expect: args.expect.clone(),
         target_flavor: args.flavor.clone(),
         root: args.root.clone(),
         read_only: args.read_only,
         filter: args.filter.clone(),
+        collect_wait: Some(Duration::from_secs(args.collect_wait)),
     };
-    let mut progress = |r: &testkeeper_conformance::ScenarioResult| {
-        println!("{:<20} {} ({} steps, {} ms)", r.status.label(), r.name, r.steps, r.duration_ms);
-        if r.status == Status::Fail {
-            for l in report::failure_text(r).lines() {
-                println!("    {l}");
-            }
+    let mut progress = |p: Progress<'_>| match p {
+        Progress::Started { target, reference, root, read_only } => {
+            println!("{}", Report::header(target, reference, root, read_only));
         }
+        Progress::Scenario(r) => print!("{}", r.terminal()),
     };
     let (report, lines) = testkeeper_conformance::run(&cfg, &mut progress).await?;
-    println!("\n{}", report.summary_table());
+    print!("\n{}", report.footer());
     let write =
         |path: &PathBuf, text: String| std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()));
     if let Some(p) = &args.json {
@@ -86,6 +104,6 @@ pub async fn run(args: ConformArgs) -> Result<(), String> {
     if report.ok() {
         Ok(())
     } else {
-        Err(format!("{} scenario(s) differ unexpectedly", report.count(Status::Fail)))
+        Err(format!("{} scenario(s) differ unexpectedly", report.count(report::Status::Fail)))
     }
 }

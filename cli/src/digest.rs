@@ -6,7 +6,6 @@
 
 use std::collections::VecDeque;
 use std::hash::Hasher;
-use std::net::SocketAddr;
 
 use clap::Args;
 use siphasher::sip::SipHasher24;
@@ -14,12 +13,14 @@ use testkeeper_server::core::digest::{node_digest, DigestInput, DIGEST_VERSION};
 use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 use testkeeper_wire::{Stat, ZkError};
 
+use crate::addr::HostPort;
+
 /// Flags of `digest`.
 #[derive(Args, Debug)]
 pub struct DigestArgs {
     /// Server to read, HOST:PORT.
-    #[arg(long)]
-    pub target: SocketAddr,
+    #[arg(long, value_parser = crate::addr::host_port)]
+    pub target: HostPort,
     /// Authenticate first, as `scheme:credential` (e.g. `digest:user:password`).
     #[arg(long)]
     pub auth: Option<String>,
@@ -96,7 +97,7 @@ pub async fn walk(client: &Client) -> Result<TreeDigests, ClientError> {
 /// # Errors
 /// A message naming what failed.
 pub async fn run(args: DigestArgs) -> Result<(), String> {
-    let client = Client::connect(args.target, ConnectOptions::default())
+    let client = Client::connect(args.target.reachable().await, ConnectOptions::default())
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", args.target))?;
     if let Some(auth) = &args.auth {

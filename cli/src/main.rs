@@ -1,5 +1,6 @@
 //! `testkeeper`: one binary with subcommands. `serve` runs the server.
 
+mod addr;
 mod bench;
 mod conform;
 mod digest;

@@ -2,24 +2,24 @@
 //! hosts), writing the normalized result as JSON; or `--chaos`, the fault sweep against
 //! embedded servers, or with `--target` and `--admin` against a running one. See docs/publisher.md.
 
-use std::net::SocketAddr;
-
 use clap::Args;
 use testkeeper_publisher::admin::Admin;
 use testkeeper_publisher::chaos::{sweep, Remote, SweepConfig, SweepReport};
 use testkeeper_publisher::hosts::{Behavior, Hosts};
 use testkeeper_publisher::{run, Breakage, Config, Link};
 
+use crate::addr::HostPort;
+
 /// Arguments of `publish`.
 #[derive(Args, Debug)]
 pub struct PublishArgs {
     /// The server to publish through (required without --chaos; with --chaos, the server to
     /// sweep instead of embedded ones, together with --admin).
-    #[arg(long)]
-    target: Option<SocketAddr>,
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port)]
+    target: Option<HostPort>,
     /// The --target server's HTTP admin endpoint, `http://HOST:PORT` (`serve --http`): where
     /// --chaos installs its fault rules and reads what fired.
-    #[arg(long, requires = "chaos")]
+    #[arg(long, requires = "chaos", value_parser = crate::addr::http_endpoint)]
     admin: Option<String>,
     /// Expected hosts (simulated DDL workers).
     #[arg(long, default_value_t = 3)]
@@ -52,15 +52,15 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         Some(other) => return Err(format!("unknown --break mode '{other}'")),
     };
     if args.chaos {
-        let remote = match (args.target, args.admin.as_deref()) {
+        let remote = match (&args.target, args.admin.as_deref()) {
             (None, None) => None,
-            (Some(addr), Some(url)) => Some(Remote::new(addr, Admin::new(url)?)),
+            (Some(hp), Some(url)) => Some(Remote::new(hp.reachable().await, Admin::new(url)?)),
             _ => return Err("--chaos against a running server needs both --target and --admin".into()),
         };
         let sweep = SweepConfig { hosts: args.hosts, seed: args.seed, breakage, max_runs: args.max_runs, remote };
         return chaos(&sweep).await;
     }
-    let addr = args.target.ok_or("--target HOST:PORT is required without --chaos")?;
+    let addr = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?.reachable().await;
     let cfg = Config::new("db.events", args.hosts, args.seed);
     let hosts = Hosts::start(addr, &cfg.ddl_queue, &cfg.sim_root, vec![Behavior::Succeed; args.hosts])
         .await

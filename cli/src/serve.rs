@@ -14,8 +14,9 @@ use tracing::info;
 /// Flags of `serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on; port 0 picks a free port (the real one is printed).
-    #[arg(long, default_value = "127.0.0.1:9181")]
+    /// Address to listen on: HOST:PORT, or a bare PORT on 127.0.0.1; port 0 picks a free
+    /// port (the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:9181", value_parser = crate::addr::listen)]
     pub listen: SocketAddr,
     /// Which server to imitate: keeper (ClickHouse Keeper) or zookeeper (Apache ZooKeeper 3.8).
     #[arg(long, default_value = "keeper", value_parser = parse_flavor)]
@@ -55,7 +56,7 @@ pub struct ServeArgs {
     pub faults: Vec<String>,
     /// Serve the admin HTTP endpoint here (/ready, /metrics, /api/v1/commands/{4lw},
     /// /api/v1/faults); port 0 picks a free port (the real one is printed on stderr).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub http: Option<SocketAddr>,
 }
 

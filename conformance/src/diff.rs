@@ -13,12 +13,22 @@ use serde_json::Value;
 use crate::expected::{self, KnownDifference};
 use crate::transcript::Line;
 
-/// One differing key of one line.
+/// One differing key of one line; a side without the key has no value (`None`, left out of
+/// the JSON report).
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyDiff {
     pub key: String,
-    pub target: String,
-    pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Value>,
+}
+
+impl KeyDiff {
+    /// `value` (compact JSON) or `(absent)`, for the text renderings.
+    pub fn show(v: &Option<Value>) -> String {
+        v.as_ref().map_or_else(|| "(absent)".to_string(), Value::to_string)
+    }
 }
 
 /// One differing line.
@@ -38,24 +48,24 @@ impl LineDiff {
     }
 }
 
-fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
     match v {
         Value::Object(m) => m.iter().for_each(|(k, v)| flatten(&format!("{prefix}.{k}"), v, out)),
         Value::Array(items) if items.iter().any(|i| i.is_object()) => {
             items.iter().enumerate().for_each(|(i, v)| flatten(&format!("{prefix}.{i}"), v, out))
         }
         other => {
-            out.insert(prefix.to_string(), other.to_string());
+            out.insert(prefix.to_string(), other.clone());
         }
     }
 }
 
-fn flat(line: Option<&Line>) -> BTreeMap<String, String> {
+fn flat(line: Option<&Line>) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     if let Some(l) = line {
-        out.insert("op".to_string(), l.op.clone());
+        out.insert("op".to_string(), Value::String(l.op.clone()));
         flatten("result", &l.result, &mut out);
-        out.insert("events".to_string(), serde_json::to_string(&l.events).unwrap_or_default());
+        out.insert("events".to_string(), serde_json::json!(l.events));
     }
     out
 }
@@ -71,8 +81,7 @@ pub fn diff(scenario: &str, target: &[Line], reference: &[Line], flavors_differ:
         for key in ft.keys().chain(fr.keys().filter(|k| !ft.contains_key(*k))) {
             let (a, b) = (ft.get(key), fr.get(key));
             if a != b {
-                let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(absent)".into());
-                keys.push(KeyDiff { key: key.clone(), target: show(a), reference: show(b) });
+                keys.push(KeyDiff { key: key.clone(), target: a.cloned(), reference: b.cloned() });
             }
         }
         if keys.is_empty() {
@@ -97,4 +106,25 @@ pub fn diff(scenario: &str, target: &[Line], reference: &[Line], flavors_differ:
 /// replay the first difference by hand.
 pub fn reproduction(lines: &[Line], upto: usize) -> Vec<String> {
     lines.iter().take(upto + 1).map(|l| format!("{} {}", l.session, l.op)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line(result: Value) -> Line {
+        Line { scenario: "x".into(), step: 0, session: "s0".into(), op: "get ~/a".into(), result, events: vec![] }
+    }
+
+    #[test]
+    fn values_keep_their_json_type_and_absent_keys_are_left_out() {
+        let d = diff("x", &[line(json!({"zxid": "z4", "n": 2}))], &[line(json!({"zxid": "z5"}))], false);
+        let v = serde_json::to_value(&d[0].keys).unwrap();
+        assert_eq!(
+            v,
+            json!([{"key": "result.n", "target": 2}, {"key": "result.zxid", "target": "z4", "reference": "z5"}])
+        );
+        assert_eq!(KeyDiff::show(&d[0].keys[1].target), "\"z4\"");
+    }
 }

@@ -98,6 +98,11 @@ pub const TABLE: &[KnownDifference] = &[
     },
 ];
 
+/// The entry with this id.
+pub fn by_id(id: &str) -> Option<&'static KnownDifference> {
+    TABLE.iter().find(|d| d.id == id)
+}
+
 /// The entries that apply to `scenario`.
 pub fn for_scenario(scenario: &str) -> Vec<&'static KnownDifference> {
     TABLE.iter().filter(|d| d.scenarios.iter().any(|s| *s == "*" || *s == scenario)).collect()

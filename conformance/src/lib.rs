@@ -1,23 +1,33 @@
-//! Conformance suite (issue 5): runs a catalogue of scenarios against a ZooKeeper-protocol
-//! server, writes normalized transcripts, diffs them against a live reference server or a
-//! stored golden transcript, and reports (terminal, JSON, JUnit, Markdown).
+//! Conformance suite (issues 5 and 15): runs a catalogue of scenarios against a
+//! ZooKeeper-protocol server (or ensemble), writes normalized transcripts, diffs them against
+//! a live reference server or a stored golden transcript, and reports (terminal, JSON, JUnit,
+//! Markdown). The same normalization and known-differences table serve the cross-checking
+//! proxy and replay (`proxy`, `replay`).
 //!
 //! # Layout
-//! - `scenario`, `ops`: what a scenario is and the builders the catalogue uses.
-//! - `catalogue/`: the scenarios, as data tables.
-//! - `runner`, `race`: running one scenario on one server; concurrent steps.
-//! - `transcript`: the JSON-lines format and its normalization.
+//! - `scenario`, `ops`, `acl_spec`: what a scenario, a step and an op are.
+//! - `parse`: the scenario files' syntax (also the text form of ops in transcripts).
+//! - `catalogue`: the scenario files (`conformance/scenarios/*.txt`) and the generated doc.
+//! - `runner`, `sessions`, `probes`, `race`: running one scenario on one server or ensemble.
+//! - `reply`, `transcript`: replies as JSON; the JSON-lines format and its normalization.
 //! - `diff`, `expected`: comparing transcripts; the known Keeper/ZooKeeper differences.
 //! - `report`: the report structure and its renderings.
+//! - `proxy`, `replay`: the ZooKeeper-wire proxy that cross-checks real traffic against an
+//!   oracle and records it, and the replay of a recording against any server.
 
+mod acl_spec;
 pub mod catalogue;
 pub mod diff;
 pub mod expected;
 pub mod ops;
+pub mod parse;
+mod probes;
 mod race;
+pub mod reply;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+mod sessions;
 pub mod transcript;
 
 use std::collections::BTreeMap;
@@ -29,13 +39,22 @@ use testkeeper_wire::client::{Client, ConnectOptions};
 use testkeeper_wire::Acl;
 
 pub use report::{Report, ScenarioResult, ServerInfo, Status};
+use runner::RunCtx;
+use scenario::Scenario;
 use transcript::{Line, Meta};
+
+/// A server or ensemble: the name it was given by and its nodes' addresses.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub name: String,
+    pub nodes: Vec<SocketAddr>,
+}
 
 /// What to run and against what.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    pub target: Option<SocketAddr>,
-    pub reference: Option<SocketAddr>,
+    pub target: Option<Endpoint>,
+    pub reference: Option<Endpoint>,
     /// A golden transcript to compare with instead of a live reference.
     pub expect: Option<PathBuf>,
     /// The target's flavor (`keeper`/`zookeeper`); detected from its system nodes when unset.
@@ -46,19 +65,30 @@ pub struct Config {
     pub read_only: bool,
     /// Run only scenarios whose name contains this.
     pub filter: Option<String>,
+    /// Bound on waiting for container and TTL collection (ZooKeeper checks every 60 s by
+    /// default, `znode.container.checkIntervalMs`); 90 s when unset.
+    pub collect_wait: Option<Duration>,
 }
 
-/// Runs the suite; `progress` sees each scenario's result as it finishes.
+/// What the run reports as it goes.
+pub enum Progress<'a> {
+    /// Who is compared with whom, before the first scenario.
+    Started { target: &'a ServerInfo, reference: Option<&'a ServerInfo>, root: &'a str, read_only: bool },
+    /// One scenario's result.
+    Scenario(&'a ScenarioResult),
+}
+
+/// Runs the suite; `progress` sees the servers and then each scenario's result as it finishes.
 ///
 /// # Errors
 /// Connecting to a server or reading the golden file fails; scenario failures are in the
 /// report, not errors.
-pub async fn run(cfg: &Config, progress: &mut dyn FnMut(&ScenarioResult)) -> Result<(Report, Vec<Line>), String> {
-    let target = cfg.target.ok_or("no --target")?;
+pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(Report, Vec<Line>), String> {
+    let target = cfg.target.as_ref().ok_or("no --target")?;
     let root = cfg.root.clone().unwrap_or_else(|| format!("/conformance-{:016x}", rand::random::<u64>()));
     let target_info = server_info(target, cfg.target_flavor.clone()).await?;
     let (reference_info, golden) = match (&cfg.reference, &cfg.expect) {
-        (Some(addr), _) => (Some(server_info(*addr, None).await?), None),
+        (Some(r), _) => (Some(server_info(r, None).await?), None),
         (None, Some(path)) => {
             let (meta, lines) = transcript::read_file(path)?;
             let info = ServerInfo { address: path.display().to_string(), flavor: meta.flavor, version: meta.server };
@@ -68,10 +98,21 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(&ScenarioResult)) -> Res
         }
         (None, None) => (None, None),
     };
+    progress(Progress::Started {
+        target: &target_info,
+        reference: reference_info.as_ref(),
+        root: &root,
+        read_only: cfg.read_only,
+    });
     let flavors_differ = reference_info.as_ref().is_some_and(|r| r.flavor != target_info.flavor);
-    let t_admin = Admin::open(target, &root, cfg.read_only).await?;
-    let r_admin = match cfg.reference {
-        Some(addr) => Some(Admin::open(addr, &root, cfg.read_only).await?),
+    let collect_wait = cfg.collect_wait.unwrap_or(Duration::from_secs(90));
+    let t_ctx = RunCtx { nodes: target.nodes.clone(), collect_wait };
+    let t_admin = Admin::open(target.nodes[0], &root, cfg.read_only).await?;
+    let r_side = match &cfg.reference {
+        Some(r) => Some((
+            RunCtx { nodes: r.nodes.clone(), collect_wait },
+            Admin::open(r.nodes[0], &root, cfg.read_only).await?,
+        )),
         None => None,
     };
     let started = Instant::now();
@@ -83,43 +124,46 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(&ScenarioResult)) -> Res
         }
         let t0 = Instant::now();
         let mut result = ScenarioResult::new(&sc);
-        // Keeper's extension ops exist only there: skip them unless every side is Keeper.
-        let not_keeper = |flavor: &str| flavor != "keeper";
-        let keeper_skip = sc.keeper_only()
-            && (not_keeper(&target_info.flavor) || reference_info.as_ref().is_some_and(|r| not_keeper(&r.flavor)));
-        if (cfg.read_only && !sc.read_only()) || keeper_skip {
+        if let Some(why) = skip_reason(cfg, &sc, target, &target_info, reference_info.as_ref()) {
             result.status = Status::Skipped;
-            progress(&result);
+            result.skipped_because = Some(why);
+            progress(Progress::Scenario(&result));
             results.push(result);
             continue;
         }
-        let run = runner::run_scenario(target, &t_admin.client, &root, &sc).await;
+        let run = runner::run_scenario(&t_ctx, &t_admin.client, &root, &sc).await;
         result.problems = run.problems;
-        let reference_lines = match (&r_admin, &golden) {
-            (Some(a), _) => {
-                let r = runner::run_scenario(a.addr, &a.client, &root, &sc).await;
+        let reference_lines = match (&r_side, &golden) {
+            (Some((ctx, a)), _) => {
+                let r = runner::run_scenario(ctx, &a.client, &root, &sc).await;
                 result.problems.extend(r.problems.into_iter().map(|p| format!("reference: {p}")));
                 Some(r.lines)
             }
-            (None, Some(g)) => Some(g.get(sc.name).cloned().unwrap_or_default()),
+            (None, Some(g)) => match g.get(&sc.name) {
+                Some(lines) => Some(lines.clone()),
+                None => {
+                    result.problems.push("the golden transcript has no lines for this scenario".into());
+                    Some(Vec::new())
+                }
+            },
             (None, None) => None,
         };
-        if let Some(reference) = reference_lines {
-            result.diffs = diff::diff(sc.name, &run.lines, &reference, flavors_differ);
+        if let Some(reference) = &reference_lines {
+            result.diffs = diff::diff(&sc.name, &run.lines, reference, flavors_differ);
             if let Some(first) = result.diffs.iter().find(|d| !d.is_expected()) {
-                let longer = if run.lines.len() > first.step { &run.lines } else { &reference };
+                let longer = if run.lines.len() > first.step { &run.lines } else { reference };
                 result.reproduction = diff::reproduction(longer, first.step);
             }
         }
-        result.status = Status::of(&result);
+        result.status = Status::of(&result, reference_lines.is_some());
         result.duration_ms = t0.elapsed().as_millis() as u64;
         result.steps = run.lines.len();
-        progress(&result);
+        progress(Progress::Scenario(&result));
         results.push(result);
         all_lines.extend(run.lines);
     }
     t_admin.finish().await;
-    if let Some(a) = r_admin {
+    if let Some((_, a)) = r_side {
         a.finish().await;
     }
     let report = Report {
@@ -133,6 +177,30 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(&ScenarioResult)) -> Res
     Ok((report, all_lines))
 }
 
+/// Why `sc` does not run in this configuration, if it does not.
+fn skip_reason(
+    cfg: &Config,
+    sc: &Scenario,
+    target: &Endpoint,
+    target_info: &ServerInfo,
+    reference: Option<&ServerInfo>,
+) -> Option<String> {
+    if cfg.read_only && !sc.read_only() {
+        return Some("writes; the run is --read-only".into());
+    }
+    // Keeper's extension ops exist only there: skip them unless every side is Keeper.
+    let not_keeper = [Some(target_info), reference].into_iter().flatten().find(|i| i.flavor != "keeper");
+    if sc.keeper_only() {
+        if let Some(i) = not_keeper {
+            return Some(format!("uses Keeper-only ops; {} is {}", i.address, i.flavor));
+        }
+    }
+    if sc.nodes > target.nodes.len() {
+        return Some(format!("a cluster scenario: needs {} servers in --target, got {}", sc.nodes, target.nodes.len()));
+    }
+    None
+}
+
 /// The meta line for a transcript recorded from the target.
 pub fn meta(report: &Report) -> Meta {
     Meta {
@@ -144,7 +212,6 @@ pub fn meta(report: &Report) -> Meta {
 
 /// The session that creates and removes the root, and the scenarios' subtrees under it.
 struct Admin {
-    addr: SocketAddr,
     client: Client,
     root: String,
     created_root: bool,
@@ -158,12 +225,14 @@ impl Admin {
         if !read_only && !created_root && client.exists(root, false).await.ok().flatten().is_none() {
             return Err(format!("cannot create the root {root} on {addr}"));
         }
-        Ok(Admin { addr, client, root: root.to_string(), created_root })
+        Ok(Admin { client, root: root.to_string(), created_root })
     }
 
     async fn finish(self) {
-        // Only a root this run created is removed; a vendor's chosen root stays.
+        // Only a root this run created is removed (and only when empty); a vendor's chosen
+        // root stays.
         if self.created_root {
+            let _ = self.client.sync(&self.root).await;
             let _ = self.client.delete(&self.root, -1).await;
         }
         let _ = self.client.close().await;
@@ -171,7 +240,8 @@ impl Admin {
 }
 
 /// Flavor (from the system nodes unless given) and version (from `srvr`, else `envi`).
-async fn server_info(addr: SocketAddr, flavor: Option<String>) -> Result<ServerInfo, String> {
+async fn server_info(ep: &Endpoint, flavor: Option<String>) -> Result<ServerInfo, String> {
+    let addr = ep.nodes[0];
     let flavor = match flavor {
         Some(f) => f,
         None => {
@@ -182,26 +252,17 @@ async fn server_info(addr: SocketAddr, flavor: Option<String>) -> Result<ServerI
             if keeper { "keeper" } else { "zookeeper" }.to_string()
         }
     };
-    let mut version = String::from("unknown (srvr and envi not answered)");
+    let mut version = String::from("version unknown (srvr and envi not answered)");
     for word in ["srvr", "envi"] {
-        if let Ok(text) = four_letter_word(addr, word).await {
+        if let Ok(text) = probes::raw_4lw(addr, word).await {
             if let Some(line) = text.lines().find(|l| l.to_lowercase().contains("version")) {
                 version = line.trim().to_string();
                 break;
             }
         }
     }
-    Ok(ServerInfo { address: addr.to_string(), flavor, version })
-}
-
-async fn four_letter_word(addr: SocketAddr, word: &str) -> std::io::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let io = async {
-        let mut s = tokio::net::TcpStream::connect(addr).await?;
-        s.write_all(word.as_bytes()).await?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).await?;
-        Ok(out)
-    };
-    tokio::time::timeout(Duration::from_secs(5), io).await.unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+    let listed: Vec<String> = ep.nodes.iter().map(SocketAddr::to_string).collect();
+    let address =
+        if listed.join(",") == ep.name { ep.name.clone() } else { format!("{} = {}", ep.name, listed.join(",")) };
+    Ok(ServerInfo { address, flavor, version })
 }

@@ -1,5 +1,6 @@
-//! The operations a scenario step can send, their one-line text form (used in transcripts and
-//! reproductions) and their translation into wire requests.
+//! The operations a scenario step can send, their one-line text form (the scenario files'
+//! syntax, and the `op` of every transcript line; `parse` reads it back) and their
+//! translation into wire requests.
 //!
 //! Paths in scenarios start with `~` for "this scenario's own subtree" (resolved against
 //! `--root` at run time) or `/` for an absolute path (system nodes only): keeping the random
@@ -11,43 +12,14 @@ use testkeeper_wire::records::create::CreateRequest;
 use testkeeper_wire::records::data::{
     CheckVersionRequest, DeleteRequest, ExistsRequest, GetDataRequest, PathRecord, SetDataRequest,
 };
-use testkeeper_wire::records::keeper_ext::{ListRequest, RemoveRecursiveRequest};
+use testkeeper_wire::records::keeper_ext::{
+    CheckStatRequest, ListRecursiveRequest, ListRequest, RemoveRecursiveRequest,
+};
 use testkeeper_wire::records::session::AuthPacket;
 use testkeeper_wire::records::watches::{AddWatchRequest, SetWatches, WatchesRequest};
-use testkeeper_wire::{perms, Acl, CreateOp, OpCode, Request};
+use testkeeper_wire::{Acl, CreateOp, OpCode, Request, Stat};
 
-/// Which ACL a create or setACL carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AclKind {
-    /// `world:anyone` all permissions.
-    Open,
-    /// `world:anyone` read only.
-    ReadOnly,
-    /// `auth:` all permissions: the creator's authenticated ids (INVALIDACL without any).
-    Creator,
-    /// `world:nobody`: a world id other than `anyone` is invalid in both servers.
-    BadWorld,
-}
-
-impl AclKind {
-    fn acl(self) -> Vec<Acl> {
-        match self {
-            AclKind::Open => Acl::open(),
-            AclKind::ReadOnly => Acl::read_only(),
-            AclKind::Creator => vec![Acl::new(perms::ALL, "auth", "")],
-            AclKind::BadWorld => vec![Acl::new(perms::ALL, "world", "nobody")],
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            AclKind::Open => "open",
-            AclKind::ReadOnly => "read-only",
-            AclKind::Creator => "creator",
-            AclKind::BadWorld => "world:nobody",
-        }
-    }
-}
+pub use crate::acl_spec::AclSpec;
 
 /// One request of a scenario.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +28,7 @@ pub enum Op {
         path: String,
         data: String,
         flags: i32,
-        acl: AclKind,
+        acl: AclSpec,
     },
     Delete {
         path: String,
@@ -88,7 +60,7 @@ pub enum Op {
     },
     SetAcl {
         path: String,
-        acl: AclKind,
+        acl: AclSpec,
         version: i32,
     },
     Sync {
@@ -109,7 +81,7 @@ pub enum Op {
         path: String,
         mode: i32,
     },
-    /// createContainer (19), createTTL (21) or Keeper's createIfNotExists (502).
+    /// create2 (15), createContainer (19), createTTL (21) or Keeper's createIfNotExists (502).
     CreateAs {
         op: OpCode,
         path: String,
@@ -135,7 +107,16 @@ pub enum Op {
         path: String,
         kind: i32,
     },
-    /// Keeper's checkNotExists (501), tryRemove (505), removeRecursive (503), filteredList (500).
+    /// ZooKeeper 3.6+ only: getEphemerals (103), getAllChildrenNumber (104), whoAmI (107).
+    GetEphemerals {
+        path: String,
+    },
+    GetAllChildrenNumber {
+        path: String,
+    },
+    WhoAmI,
+    /// Keeper's checkNotExists (501), tryRemove (505), removeRecursive (503), filteredList
+    /// (500), checkStat (504, version only), listRecursive (507).
     CheckNotExists {
         path: String,
     },
@@ -150,6 +131,14 @@ pub enum Op {
     FilteredList {
         path: String,
         list_type: u8,
+    },
+    CheckStat {
+        path: String,
+        version: i32,
+    },
+    ListRecursive {
+        path: String,
+        limit: u32,
     },
 }
 
@@ -175,33 +164,77 @@ impl Op {
     pub fn keeper_only(&self) -> bool {
         match self {
             Op::CreateAs { op, .. } => *op == OpCode::CreateIfNotExists,
-            Op::CheckNotExists { .. } | Op::TryRemove { .. } | Op::RemoveRecursive { .. } => true,
-            Op::FilteredList { .. } => true,
+            Op::CheckNotExists { .. }
+            | Op::TryRemove { .. }
+            | Op::RemoveRecursive { .. }
+            | Op::FilteredList { .. }
+            | Op::CheckStat { .. }
+            | Op::ListRecursive { .. } => true,
             Op::Multi(ops) | Op::MultiRead(ops) => ops.iter().any(Op::keeper_only),
             _ => false,
+        }
+    }
+
+    /// The paths the op names, as written (`~/...` or absolute).
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            Op::Multi(ops) | Op::MultiRead(ops) => ops.iter().flat_map(Op::paths).collect(),
+            Op::SetWatches { data, exist, child, .. } => {
+                data.iter().chain(exist).chain(child).map(String::as_str).collect()
+            }
+            Op::Auth { .. } | Op::WhoAmI => Vec::new(),
+            other => vec![other.path_text()],
+        }
+    }
+
+    fn path_text(&self) -> &str {
+        match self {
+            Op::Create { path, .. }
+            | Op::Delete { path, .. }
+            | Op::Exists { path, .. }
+            | Op::Get { path, .. }
+            | Op::Set { path, .. }
+            | Op::Children { path, .. }
+            | Op::Children2 { path, .. }
+            | Op::GetAcl { path }
+            | Op::SetAcl { path, .. }
+            | Op::Sync { path }
+            | Op::Check { path, .. }
+            | Op::AddWatch { path, .. }
+            | Op::CreateAs { path, .. }
+            | Op::CheckWatches { path, .. }
+            | Op::RemoveWatches { path, .. }
+            | Op::GetEphemerals { path }
+            | Op::GetAllChildrenNumber { path }
+            | Op::CheckNotExists { path }
+            | Op::TryRemove { path, .. }
+            | Op::RemoveRecursive { path, .. }
+            | Op::FilteredList { path, .. }
+            | Op::CheckStat { path, .. }
+            | Op::ListRecursive { path, .. } => path,
+            _ => "",
         }
     }
 
     /// The wire request, with `~` replaced by `base`.
     pub fn request(&self, base: &str) -> Request {
         let p = |path: &str| resolve(path, base);
+        let create = |op, path: &str, data: &str, flags, acl: Vec<Acl>, ttl| {
+            Request::Create(CreateOp {
+                op,
+                req: CreateRequest { path: p(path), data: Some(data.as_bytes().to_vec()), acl, flags },
+                ttl,
+            })
+        };
         match self {
-            Op::Create { path, data, flags, acl } => Request::Create(CreateOp {
-                op: OpCode::Create,
-                req: CreateRequest {
-                    path: p(path),
-                    data: Some(data.clone().into_bytes()),
-                    acl: acl.acl(),
-                    flags: *flags,
-                },
-                ttl: 0,
-            }),
+            Op::Create { path, data, flags, acl } => create(OpCode::Create, path, data, *flags, acl.acl(), 0),
+            Op::CreateAs { op, path, data, flags, ttl } => create(*op, path, data, *flags, Acl::open(), *ttl),
             Op::Delete { path, version } => Request::Delete(DeleteRequest { path: p(path), version: *version }),
             Op::Exists { path, watch } => Request::Exists(ExistsRequest { path: p(path), watch: *watch }),
             Op::Get { path, watch } => Request::GetData(GetDataRequest { path: p(path), watch: *watch }),
             Op::Set { path, data, version } => Request::SetData(SetDataRequest {
                 path: p(path),
-                data: Some(data.clone().into_bytes()),
+                data: Some(data.as_bytes().to_vec()),
                 version: *version,
             }),
             Op::Children { path, watch } => Request::GetChildren(GetChildrenRequest { path: p(path), watch: *watch }),
@@ -218,16 +251,6 @@ impl Op {
                 Request::Auth(AuthPacket { auth_type: 0, scheme: scheme.clone(), auth: auth.clone().into_bytes() })
             }
             Op::AddWatch { path, mode } => Request::AddWatch(AddWatchRequest { path: p(path), mode: *mode }),
-            Op::CreateAs { op, path, data, flags, ttl } => Request::Create(CreateOp {
-                op: *op,
-                req: CreateRequest {
-                    path: p(path),
-                    data: Some(data.clone().into_bytes()),
-                    acl: Acl::open(),
-                    flags: *flags,
-                },
-                ttl: *ttl,
-            }),
             Op::SetWatches { since_start, data, exist, child } => {
                 let all = |v: &[String]| v.iter().map(|x| p(x)).collect();
                 Request::SetWatches(SetWatches {
@@ -243,6 +266,9 @@ impl Op {
             Op::RemoveWatches { path, kind } => {
                 Request::RemoveWatches(WatchesRequest { path: p(path), watcher_type: *kind })
             }
+            Op::GetEphemerals { path } => Request::GetEphemerals(PathRecord { path: p(path) }),
+            Op::GetAllChildrenNumber { path } => Request::GetAllChildrenNumber(PathRecord { path: p(path) }),
+            Op::WhoAmI => Request::WhoAmI,
             Op::CheckNotExists { path } => Request::CheckNotExists(CheckVersionRequest { path: p(path), version: -1 }),
             Op::TryRemove { path, version } => Request::TryRemove(DeleteRequest { path: p(path), version: *version }),
             Op::RemoveRecursive { path, limit } => {
@@ -250,6 +276,26 @@ impl Op {
             }
             Op::FilteredList { path, list_type } => {
                 Request::FilteredList(ListRequest { path: p(path), list_type: *list_type, ..Default::default() })
+            }
+            Op::CheckStat { path, version } => {
+                // Every stat field -1 (unchecked) but the version: Keeper's "check" by stat.
+                let any = Stat {
+                    czxid: -1,
+                    mzxid: -1,
+                    ctime: -1,
+                    mtime: -1,
+                    version: *version,
+                    cversion: -1,
+                    aversion: -1,
+                    ephemeral_owner: -1,
+                    data_length: -1,
+                    num_children: -1,
+                    pzxid: -1,
+                };
+                Request::CheckStat(CheckStatRequest { path: p(path), version: *version, stat: any })
+            }
+            Op::ListRecursive { path, limit } => {
+                Request::ListRecursive(ListRecursiveRequest { path: p(path), limit: *limit })
             }
         }
     }
@@ -269,8 +315,8 @@ impl std::fmt::Display for Op {
         match self {
             Op::Create { path, data, flags, acl } => {
                 write!(f, "create {path} {data:?} flags={flags}")?;
-                if *acl != AclKind::Open {
-                    write!(f, " acl={}", acl.name())?;
+                if !acl.is_open() {
+                    write!(f, " acl={acl}")?;
                 }
                 Ok(())
             }
@@ -281,7 +327,7 @@ impl std::fmt::Display for Op {
             Op::Children { path, watch } => write!(f, "children {path}{}", w(watch)),
             Op::Children2 { path, watch } => write!(f, "children2 {path}{}", w(watch)),
             Op::GetAcl { path } => write!(f, "getAcl {path}"),
-            Op::SetAcl { path, acl, version } => write!(f, "setAcl {path} {} v={version}", acl.name()),
+            Op::SetAcl { path, acl, version } => write!(f, "setAcl {path} {acl} v={version}"),
             Op::Sync { path } => write!(f, "sync {path}"),
             Op::Check { path, version } => write!(f, "check {path} v={version}"),
             Op::Multi(ops) | Op::MultiRead(ops) => {
@@ -304,10 +350,15 @@ impl std::fmt::Display for Op {
             }
             Op::CheckWatches { path, kind } => write!(f, "checkWatches {path} type={kind}"),
             Op::RemoveWatches { path, kind } => write!(f, "removeWatches {path} type={kind}"),
+            Op::GetEphemerals { path } => write!(f, "getEphemerals {path}"),
+            Op::GetAllChildrenNumber { path } => write!(f, "getAllChildrenNumber {path}"),
+            Op::WhoAmI => write!(f, "whoAmI"),
             Op::CheckNotExists { path } => write!(f, "checkNotExists {path}"),
             Op::TryRemove { path, version } => write!(f, "tryRemove {path} v={version}"),
             Op::RemoveRecursive { path, limit } => write!(f, "removeRecursive {path} limit={limit}"),
             Op::FilteredList { path, list_type } => write!(f, "filteredList {path} type={list_type}"),
+            Op::CheckStat { path, version } => write!(f, "checkStat {path} v={version}"),
+            Op::ListRecursive { path, limit } => write!(f, "listRecursive {path} limit={limit}"),
         }
     }
 }

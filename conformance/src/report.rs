@@ -1,11 +1,12 @@
-//! The run's report and its renderings: a terminal line per scenario, a summary table, JSON,
+//! The run's report and its renderings: a header, a terminal line per scenario and a totals line, JSON,
 //! JUnit XML (one testcase per scenario) and a publishable Markdown compatibility report.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::diff::LineDiff;
+use crate::diff::{KeyDiff, LineDiff};
+use crate::expected;
 use crate::scenario::Scenario;
 
 /// Outcome of one scenario.
@@ -18,16 +19,20 @@ pub enum Status {
     ExpectedDifference,
     /// Any other difference, or a setup/cleanup problem.
     Fail,
-    /// Not run: it writes and the run is `--read-only`.
+    /// Not run: see the result's `skipped_because` (it writes and the run is read-only, it
+    /// needs Keeper on both sides, or more servers than the target has).
     Skipped,
     /// Run with nothing to compare against (no `--reference` or `--expect`).
     Ran,
 }
 
 impl Status {
-    pub(crate) fn of(r: &ScenarioResult) -> Status {
+    /// The status of a scenario that ran; `compared` says whether there was a reference.
+    pub(crate) fn of(r: &ScenarioResult, compared: bool) -> Status {
         if !r.problems.is_empty() || r.diffs.iter().any(|d| !d.is_expected()) {
             Status::Fail
+        } else if !compared {
+            Status::Ran
         } else if !r.diffs.is_empty() {
             Status::ExpectedDifference
         } else {
@@ -69,21 +74,42 @@ pub struct ScenarioResult {
     /// The ops up to the first unexpected difference.
     pub reproduction: Vec<String>,
     pub problems: Vec<String>,
+    /// Why a skipped scenario did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_because: Option<String>,
 }
 
 impl ScenarioResult {
     pub(crate) fn new(sc: &Scenario) -> ScenarioResult {
         ScenarioResult {
-            name: sc.name.into(),
-            about: sc.about.into(),
-            source: sc.source.into(),
+            name: sc.name.clone(),
+            about: sc.about.clone(),
+            source: sc.source.clone(),
             status: Status::Ran,
             steps: 0,
             duration_ms: 0,
             diffs: Vec::new(),
             reproduction: Vec::new(),
             problems: Vec::new(),
+            skipped_because: None,
         }
+    }
+
+    /// The terminal line of this result, plus the indented detail of a failure or of an
+    /// expected difference (each with its reason).
+    pub fn terminal(&self) -> String {
+        let mut out = match &self.skipped_because {
+            Some(why) => format!("{:<20} {}: {why}\n", self.status.label(), self.name),
+            None => {
+                format!("{:<20} {} ({} steps, {} ms)\n", self.status.label(), self.name, self.steps, self.duration_ms)
+            }
+        };
+        if matches!(self.status, Status::Fail | Status::ExpectedDifference) {
+            for l in failure_text(self).lines() {
+                let _ = writeln!(out, "    {l}");
+            }
+        }
+        out
     }
 }
 
@@ -118,14 +144,23 @@ impl Report {
             .join(", ")
     }
 
-    /// The summary table printed at the end of a terminal run.
-    pub fn summary_table(&self) -> String {
-        let mut out = format!("{:<32} {:<20} {:>5} {:>8}\n", "scenario", "status", "steps", "ms");
-        for r in &self.scenarios {
-            let _ = writeln!(out, "{:<32} {:<20} {:>5} {:>8}", r.name, r.status.label(), r.steps, r.duration_ms);
+    /// Who is compared with whom, printed before the first result.
+    pub fn header(target: &ServerInfo, reference: Option<&ServerInfo>, root: &str, read_only: bool) -> String {
+        let mut out = format!("target:    {} (flavor {}; {})\n", target.address, target.flavor, target.version);
+        match reference {
+            Some(r) => {
+                let _ = writeln!(out, "reference: {} (flavor {}; {})", r.address, r.flavor, r.version);
+            }
+            None => out.push_str("reference: none (results are `ran`: nothing to compare with)\n"),
         }
-        let _ = writeln!(out, "{} in {} ms", self.totals(), self.duration_ms);
+        let mode = if read_only { "read-only".to_string() } else { format!("scenarios under {root}") };
+        let _ = writeln!(out, "mode:      {mode}");
         out
+    }
+
+    /// The closing line of a terminal run.
+    pub fn footer(&self) -> String {
+        format!("{} in {} ms\n", self.totals(), self.duration_ms)
     }
 
     /// JUnit XML: one testsuite, one testcase per scenario; failures carry the differing
@@ -156,7 +191,8 @@ impl Report {
                     );
                 }
                 Status::Skipped => {
-                    out.push_str(">\n    <skipped message=\"writes; run is read-only\"/>\n  </testcase>\n")
+                    let why = r.skipped_because.as_deref().unwrap_or("skipped");
+                    let _ = writeln!(out, ">\n    <skipped message=\"{}\"/>\n  </testcase>", xml(why));
                 }
                 Status::ExpectedDifference => {
                     let _ = writeln!(out, ">\n    <system-out>{}</system-out>\n  </testcase>", xml(&failure_text(r)));
@@ -187,7 +223,11 @@ impl Report {
         let _ = writeln!(out, "- Result: {} ({} ms)\n", self.totals(), self.duration_ms);
         out.push_str("| scenario | status | what it checks |\n|---|---|---|\n");
         for r in &self.scenarios {
-            let _ = writeln!(out, "| `{}` | {} | {} |", r.name, r.status.label(), r.about.replace('|', "\\|"));
+            let status = match &r.skipped_because {
+                Some(why) => format!("skipped ({why})"),
+                None => r.status.label().to_string(),
+            };
+            let _ = writeln!(out, "| `{}` | {status} | {} |", r.name, r.about.replace('|', "\\|"));
         }
         for r in self.scenarios.iter().filter(|r| !r.diffs.is_empty() || !r.problems.is_empty()) {
             let _ = writeln!(
@@ -210,11 +250,20 @@ pub fn failure_text(r: &ScenarioResult) -> String {
         let _ = writeln!(out, "problem: {p}");
     }
     for d in &r.diffs {
-        let tag =
-            if d.is_expected() { format!("expected ({})", d.expected_by.join(", ")) } else { "UNEXPECTED".into() };
+        let tag = if d.is_expected() { "expected" } else { "UNEXPECTED" };
         let _ = writeln!(out, "step {} {} {}: {tag}", d.step, d.session, d.op);
         for k in &d.keys {
-            let _ = writeln!(out, "    {}: target {} / reference {}", k.key, k.target, k.reference);
+            let _ = writeln!(
+                out,
+                "    {}: target {} / reference {}",
+                k.key,
+                KeyDiff::show(&k.target),
+                KeyDiff::show(&k.reference)
+            );
+        }
+        for id in &d.expected_by {
+            let why = expected::by_id(id).map_or("", |e| e.what);
+            let _ = writeln!(out, "    expected difference {id}: {why}");
         }
     }
     if !r.reproduction.is_empty() {

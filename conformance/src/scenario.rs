@@ -1,27 +1,47 @@
-//! What a scenario is: a name, the source of the behaviour it pins, and steps; plus the small
-//! builders the catalogue tables are written with.
+//! What a scenario is: a name, the source of the behaviour it pins, where its sessions connect,
+//! and steps. Scenarios are data: `conformance/scenarios/*.txt`, read by `parse`.
 //!
 //! A scenario writes only under its own subtree `~` (= `<root>/<name>`); the runner creates
-//! `~` before the first step and removes it after the last, so scenarios never see each other.
+//! `~` before the first step and removes what the scenario created after the last, so
+//! scenarios never see each other.
 
-use crate::ops::{AclKind, Op};
-pub use testkeeper_wire::OpCode;
+use std::collections::BTreeMap;
+use std::fmt;
 
-/// One step: a request by one session, a session event, or a concurrent race.
-#[derive(Debug, Clone)]
+use crate::ops::Op;
+
+/// One step: a request by one session, a session event, a four-letter word, a raw frame, or
+/// a concurrent race.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Session `n` sends an op.
     Do(usize, Op),
-    /// Opens session `n` (again) asking for `timeout_ms`; records the negotiated timeout.
-    Connect(usize, i32),
+    /// Opens session `n` (again, as a new session) asking for `timeout_ms`, on `node` (else
+    /// the session's node); records the negotiated timeout.
+    Connect { session: usize, timeout_ms: i32, node: Option<usize> },
     /// Session `n` closes (its ephemerals go; other sessions' watches fire).
     Close(usize),
+    /// Session `n`'s connection drops without closing the session.
+    Drop(usize),
+    /// Session `n` reconnects, on `node` if given, with its id and password (and the last
+    /// zxid it saw), as a client does after a connection loss; watches are not re-sent.
+    Resume { session: usize, node: Option<usize> },
+    /// Session `n`'s connection drops and the step waits until the server has expired the
+    /// session (its ephemerals are gone).
+    Expire(usize),
+    /// Session `n` polls `path` until it does not exist (container and TTL collection),
+    /// bounded by the run's collection wait.
+    WaitGone(usize, String),
+    /// A four-letter word on a connection of its own, to `node`.
+    FourLetter { word: String, node: usize },
+    /// A request frame with any opcode and body, on a fresh session.
+    Raw { op: i32, body: Vec<u8> },
     /// Several fresh sessions compete; the transcript holds the invariant, not the timing.
     Race(Race),
 }
 
 /// Concurrent patterns whose outcome is stated as an invariant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Race {
     /// `sessions` sessions create the same ephemeral `path` at once: exactly one wins, the
     /// others get NODEEXISTS, and the node goes when the sessions close.
@@ -29,16 +49,95 @@ pub enum Race {
     /// `sessions` sessions each create `per_session` persistent-sequential `prefix` nodes at
     /// once: all names distinct, each session's strictly increasing, suffixes 0..n-1.
     Sequential { sessions: usize, per_session: usize, prefix: String },
+    /// `sessions` sessions each add `per_session` to the counter at `path` by versioned
+    /// setData, retrying on BADVERSION: the final value is the sum, the version the count.
+    Counter { sessions: usize, per_session: usize, path: String },
+}
+
+impl Step {
+    /// The session a step belongs to, if any (`s0`...).
+    pub fn session(&self) -> Option<usize> {
+        match self {
+            Step::Do(n, _) | Step::Close(n) | Step::Drop(n) | Step::Expire(n) | Step::WaitGone(n, _) => Some(*n),
+            Step::Connect { session, .. } | Step::Resume { session, .. } => Some(*session),
+            Step::FourLetter { .. } | Step::Raw { .. } | Step::Race(_) => None,
+        }
+    }
+
+    /// The step as a scenario file line (`parse::step` reads it back).
+    pub fn line(&self) -> String {
+        match self {
+            Step::Race(r) => r.describe(),
+            other => format!("{} {other}", other.session_label()),
+        }
+    }
+
+    /// The transcript's `session` field.
+    pub fn session_label(&self) -> String {
+        match self {
+            Step::FourLetter { .. } => "4lw".into(),
+            Step::Raw { .. } => "raw".into(),
+            Step::Race(_) => "race".into(),
+            other => format!("s{}", other.session().unwrap_or(0)),
+        }
+    }
+}
+
+/// The step's text form without its session (the transcript's `op`); `parse` reads it back
+/// after the session token.
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let node = |n: &Option<usize>| n.map_or(String::new(), |n| format!(" node={n}"));
+        match self {
+            Step::Do(_, op) => write!(f, "{op}"),
+            Step::Connect { timeout_ms, node: n, .. } => write!(f, "connect timeout_ms={timeout_ms}{}", node(n)),
+            Step::Close(_) => write!(f, "close"),
+            Step::Drop(_) => write!(f, "drop"),
+            Step::Resume { node: n, .. } => write!(f, "resume{}", node(n)),
+            Step::Expire(_) => write!(f, "expire"),
+            Step::WaitGone(_, path) => write!(f, "wait-gone {path}"),
+            Step::FourLetter { word, node: 0 } => write!(f, "{word}"),
+            Step::FourLetter { word, node: n } => write!(f, "{word} node={n}"),
+            Step::Raw { op, body } => {
+                write!(f, "op={op} body=")?;
+                body.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+            Step::Race(r) => write!(f, "{}", r.describe()),
+        }
+    }
+}
+
+impl Race {
+    /// The step's text form in transcripts.
+    pub fn describe(&self) -> String {
+        match self {
+            Race::Lock { sessions, path } => format!("race lock {path} sessions={sessions}"),
+            Race::Sequential { sessions, per_session, prefix } => {
+                format!("race sequential {prefix} sessions={sessions} each={per_session}")
+            }
+            Race::Counter { sessions, per_session, path } => {
+                format!("race counter {path} sessions={sessions} each={per_session}")
+            }
+        }
+    }
 }
 
 /// One catalogue entry.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scenario {
-    pub name: &'static str,
+    pub name: String,
     /// What it pins, in a sentence.
-    pub about: &'static str,
-    /// Where the behaviour comes from (ZooKeeper source, a ticket, a seed file).
-    pub source: &'static str,
+    pub about: String,
+    /// Where the behaviour comes from (ZooKeeper source or test, a ticket, a Keeper source file
+    /// or issue, a seed file).
+    pub source: String,
+    /// The scenario file it was read from (`ops.txt`), for the generated catalogue.
+    pub file: String,
+    /// Distinct servers of one ensemble the scenario needs (1 for most; a cluster scenario
+    /// runs only against a target with at least this many addresses).
+    pub nodes: usize,
+    /// Which node each session connects to (session index to node index; 0 when unset).
+    pub placement: BTreeMap<usize, usize>,
     pub steps: Vec<Step>,
 }
 
@@ -47,9 +146,9 @@ impl Scenario {
     /// no `~` subtree).
     pub fn read_only(&self) -> bool {
         self.steps.iter().all(|s| match s {
-            Step::Do(_, op) => !op.writes(),
-            Step::Connect(..) | Step::Close(_) => true,
-            Step::Race(_) => false,
+            Step::Do(_, op) => !op.writes() && op.paths().iter().all(|p| !p.starts_with('~')),
+            Step::Connect { .. } | Step::Close(_) | Step::FourLetter { .. } => true,
+            _ => false,
         })
     }
 
@@ -60,14 +159,12 @@ impl Scenario {
 
     /// Session indices that the steps use (opened before the first step).
     pub fn sessions(&self) -> usize {
-        self.steps
-            .iter()
-            .map(|s| match s {
-                Step::Do(n, _) | Step::Connect(n, _) | Step::Close(n) => n + 1,
-                Step::Race(_) => 0,
-            })
-            .max()
-            .unwrap_or(0)
+        self.steps.iter().filter_map(Step::session).map(|n| n + 1).max().unwrap_or(0)
+    }
+
+    /// The node session `n` starts on.
+    pub fn node_of(&self, n: usize) -> usize {
+        self.placement.get(&n).copied().unwrap_or(0)
     }
 }
 
@@ -79,77 +176,5 @@ pub mod flags {
     pub const EPHEMERAL_SEQUENTIAL: i32 = 3;
     pub const CONTAINER: i32 = 4;
     pub const PERSISTENT_WITH_TTL: i32 = 5;
-}
-
-// Builders: the catalogue reads as a table of "session, op" rows.
-
-pub fn create(path: &str, data: &str) -> Op {
-    create_f(path, data, flags::PERSISTENT)
-}
-pub fn create_f(path: &str, data: &str, flags: i32) -> Op {
-    Op::Create { path: path.into(), data: data.into(), flags, acl: AclKind::Open }
-}
-pub fn create_acl(path: &str, data: &str, acl: AclKind) -> Op {
-    Op::Create { path: path.into(), data: data.into(), flags: 0, acl }
-}
-pub fn delete(path: &str, version: i32) -> Op {
-    Op::Delete { path: path.into(), version }
-}
-pub fn exists(path: &str, watch: bool) -> Op {
-    Op::Exists { path: path.into(), watch }
-}
-pub fn get(path: &str, watch: bool) -> Op {
-    Op::Get { path: path.into(), watch }
-}
-pub fn set(path: &str, data: &str, version: i32) -> Op {
-    Op::Set { path: path.into(), data: data.into(), version }
-}
-pub fn children(path: &str, watch: bool) -> Op {
-    Op::Children { path: path.into(), watch }
-}
-pub fn children2(path: &str, watch: bool) -> Op {
-    Op::Children2 { path: path.into(), watch }
-}
-pub fn get_acl(path: &str) -> Op {
-    Op::GetAcl { path: path.into() }
-}
-pub fn set_acl(path: &str, acl: AclKind, version: i32) -> Op {
-    Op::SetAcl { path: path.into(), acl, version }
-}
-pub fn sync(path: &str) -> Op {
-    Op::Sync { path: path.into() }
-}
-pub fn check(path: &str, version: i32) -> Op {
-    Op::Check { path: path.into(), version }
-}
-pub fn multi(ops: Vec<Op>) -> Op {
-    Op::Multi(ops)
-}
-pub fn multi_read(ops: Vec<Op>) -> Op {
-    Op::MultiRead(ops)
-}
-pub fn digest_auth(user_password: &str) -> Op {
-    Op::Auth { scheme: "digest".into(), auth: user_password.into() }
-}
-pub fn add_watch(path: &str, mode: i32) -> Op {
-    Op::AddWatch { path: path.into(), mode }
-}
-pub fn create_as(op: OpCode, path: &str, flags: i32, ttl: i64) -> Op {
-    Op::CreateAs { op, path: path.into(), data: String::new(), flags, ttl }
-}
-fn paths(v: &[&str]) -> Vec<String> {
-    v.iter().map(|p| p.to_string()).collect()
-}
-pub fn set_watches(since_start: bool, data: &[&str], exist: &[&str], child: &[&str]) -> Op {
-    Op::SetWatches { since_start, data: paths(data), exist: paths(exist), child: paths(child) }
-}
-pub fn check_watches(path: &str, kind: i32) -> Op {
-    Op::CheckWatches { path: path.into(), kind }
-}
-pub fn remove_watches(path: &str, kind: i32) -> Op {
-    Op::RemoveWatches { path: path.into(), kind }
-}
-/// Session `n` sends `op`.
-pub fn s(n: usize, op: Op) -> Step {
-    Step::Do(n, op)
+    pub const PERSISTENT_SEQUENTIAL_WITH_TTL: i32 = 6;
 }

@@ -9,13 +9,26 @@
 //!   "both ops share one zxid") and drop the absolute values, which differ between servers
 //!   (ZooKeeper spends zxids on sessions, Keeper does not);
 //! - session ids become `s0`, `s1`... (done by the runner, which knows them), times become
-//!   the fact `ctime==mtime`, and children lists are sorted.
+//!   the fact `ctime==mtime`, and children lists are sorted;
+//! - what a scenario reads outside `~` (the root and the system nodes) keeps only what does
+//!   not depend on the deployment: the root's child count, cversion and pzxid, its children
+//!   other than the system nodes, quotas and the ensemble's dynamic config are masked
+//!   ([`mask_foreign`]), so a server full of someone else's data, or the same server a second
+//!   time, reads the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+use crate::ops::Op;
+
+/// What a masked, deployment-dependent value reads as.
+pub const MASKED: &str = "(deployment)";
+
+/// Children of `/` that belong to the servers themselves; any other child is someone's data.
+const SYSTEM_CHILDREN: [&str; 2] = ["keeper", "zookeeper"];
 
 /// Keys whose numbers are zxids.
 const ZXID_KEYS: [&str; 4] = ["czxid", "mzxid", "pzxid", "zxid"];
@@ -58,6 +71,41 @@ pub fn normalize(lines: &mut [Line], base_path: &str, base_zxid: i64) {
             *e = strip(e, base_path);
         }
         l.op = strip(&l.op, base_path);
+    }
+}
+
+/// Masks, in the result of `op`, what depends on the deployment rather than on the scenario
+/// (see the module docs). Only single-path ops on absolute paths are touched.
+pub fn mask_foreign(op: &Op, result: &mut Value) {
+    let paths = op.paths();
+    let [path] = paths.as_slice() else { return };
+    let masked = |v: &mut Value, keys: &[&str]| {
+        for k in keys {
+            if let Some(x) = v.get_mut("stat").and_then(|s| s.get_mut(*k)) {
+                *x = json!(MASKED);
+            }
+        }
+    };
+    match *path {
+        "/" => {
+            masked(result, &["cversion", "numChildren", "pzxid"]);
+            if let Some(Value::Array(kids)) = result.get_mut("children") {
+                kids.retain(|k| k.as_str().is_some_and(|k| SYSTEM_CHILDREN.contains(&k)));
+            }
+        }
+        "/zookeeper/quota" => {
+            masked(result, &["cversion", "numChildren", "pzxid"]);
+            if let Some(kids) = result.get_mut("children") {
+                *kids = json!(MASKED);
+            }
+        }
+        "/zookeeper/config" => {
+            masked(result, &["dataLength", "version", "mzxid", "times"]);
+            if let Some(d) = result.get_mut("data") {
+                *d = json!(MASKED);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -155,5 +203,21 @@ mod tests {
             json!({"path": "~/a", "zxid": "z1", "stat": {"czxid": "z1", "mzxid": "z2", "pzxid": "pre"}})
         );
         assert_eq!(lines[0].events, vec!["s1 NodeCreated ~/a".to_string()]);
+    }
+
+    #[test]
+    fn foreign_data_in_the_root_is_masked() {
+        let op = crate::parse::op("children2 /").unwrap();
+        let mut v = json!({"children": ["conformance-1", "keeper", "theirs", "zookeeper"],
+            "stat": {"cversion": 7, "numChildren": 4, "pzxid": 9, "version": 0}});
+        mask_foreign(&op, &mut v);
+        assert_eq!(
+            v,
+            json!({"children": ["keeper", "zookeeper"],
+            "stat": {"cversion": MASKED, "numChildren": MASKED, "pzxid": MASKED, "version": 0}})
+        );
+        let mut w = json!({"stat": {"cversion": 1}});
+        mask_foreign(&crate::parse::op("exists ~/a").unwrap(), &mut w);
+        assert_eq!(w, json!({"stat": {"cversion": 1}}));
     }
 }

@@ -12,6 +12,7 @@
 //!   and commands run with a bounded wait;
 //! * [`zookeeper`]: a throwaway standalone ZooKeeper server;
 //! * [`testkeeper`]: a throwaway `testkeeper serve` process;
+//! * [`foreign`]: someone else's data on a server, and a snapshot to show it is untouched;
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
 //! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server.
 //!
@@ -20,6 +21,7 @@
 
 pub mod clis;
 pub mod env;
+pub mod foreign;
 pub mod kazoo;
 pub mod net;
 pub mod process;

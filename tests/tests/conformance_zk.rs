@@ -1,6 +1,8 @@
 //! The conformance suite (`testkeeper conform`) end to end: against a live Apache ZooKeeper
-//! 3.8 reference, against the stored ZooKeeper 3.8 golden transcript, and against a doctored
-//! golden file that must be caught.
+//! 3.8 reference (twice in a row, and with someone else's data on both servers), against the
+//! stored ZooKeeper 3.8 golden transcript (twice, read-only, on a server full of data), the
+//! keeper flavor's table-listed differences with their reasons, and a doctored golden file
+//! that must be caught.
 //!
 //! Re-recording the golden file from a live ZooKeeper (see docs/conformance.md):
 //! `cargo test -p testkeeper-tests --test conformance_zk -- --ignored record_golden`.
@@ -8,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
 use testkeeper_tests::env::zookeeper_installed;
+use testkeeper_tests::foreign::Foreign;
 use testkeeper_tests::{repo_root, require_external, testkeeper_bin, TestkeeperProcess, ZooKeeperProcess};
 
 fn golden() -> PathBuf {
@@ -26,18 +30,25 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// No `/conformance-*` root is left behind.
+fn no_leftover_root(f: &Foreign) {
+    let kids = f.root_children();
+    assert!(!kids.iter().any(|k| k.starts_with("conformance-")), "a run left its root behind: {kids:?}");
+}
+
 #[test]
-fn zookeeper_flavor_matches_live_zookeeper_3_8() {
+fn zookeeper_flavor_matches_live_zookeeper_3_8_twice_and_over_foreign_data() {
     require_external!("Debian ZooKeeper", zookeeper_installed());
     let zk = ZooKeeperProcess::start();
     let tk = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
     let dir = tempfile::tempdir().unwrap();
     let (junit, md) = (dir.path().join("junit.xml"), dir.path().join("report.md"));
+    let (t, r) = (tk.addr().to_string(), zk.addr().to_string());
     let (out, text) = conform(&[
         "--target",
-        &tk.addr().to_string(),
+        &t,
         "--reference",
-        &zk.addr().to_string(),
+        &r,
         "--junit",
         junit.to_str().unwrap(),
         "--markdown",
@@ -45,14 +56,41 @@ fn zookeeper_flavor_matches_live_zookeeper_3_8() {
     ]);
     assert!(out.status.success(), "unexpected differences:\n{text}");
     assert!(text.contains("FAIL 0"), "{text}");
+    // The header names both servers and their versions; every result is printed once.
+    assert!(text.contains(&format!("target:    {t} (flavor zookeeper; Zookeeper version: 3.8")), "{text}");
+    assert!(text.contains(&format!("reference: {r} (flavor zookeeper; Zookeeper version: 3.8")), "{text}");
+    assert_eq!(text.matches(" ch_ddl_queue ").count(), 1, "{text}");
     let junit = read(&junit);
-    assert!(junit.contains("failures=\"0\"") && junit.matches("<testcase").count() >= 20, "{junit}");
+    assert!(junit.contains("failures=\"0\"") && junit.matches("<testcase").count() >= 30, "{junit}");
     let md = read(&md);
     assert!(md.contains("| `ch_ddl_queue` | pass |"), "{md}");
+
+    // Again, against the same two servers: nothing the first run did shows.
+    let (out, text) = conform(&["--target", &t, "--reference", &r]);
+    assert!(out.status.success(), "the second run against the same servers differs:\n{text}");
+
+    // Someone else's data on both: the runs pass, twice, and leave it exactly as it was.
+    let (ft, fr) = (Foreign::preload(tk.addr()), Foreign::preload(zk.addr()));
+    let (before_t, before_r) = (ft.snapshot(), fr.snapshot());
+    for round in 1..=2 {
+        let (out, text) = conform(&["--target", &t, "--reference", &r]);
+        assert!(out.status.success(), "round {round} over foreign data differs:\n{text}");
+    }
+    assert_eq!(ft.snapshot(), before_t, "the suite changed someone else's data on testkeeper");
+    assert_eq!(fr.snapshot(), before_r, "the suite changed someone else's data on ZooKeeper");
+    no_leftover_root(&ft);
+    no_leftover_root(&fr);
+
+    // Read-only against ZooKeeper itself, full of data, compared with the golden transcript.
+    for round in 1..=2 {
+        let (out, text) = conform(&["--target", &r, "--read-only", "--expect", golden().to_str().unwrap()]);
+        assert!(out.status.success(), "read-only round {round} against a loaded ZooKeeper:\n{text}");
+        assert!(text.contains("skipped") && text.contains("the run is --read-only"), "{text}");
+    }
 }
 
 #[test]
-fn keeper_flavor_differs_from_zookeeper_only_as_expected() {
+fn keeper_flavor_differs_from_zookeeper_only_as_listed_with_reasons() {
     require_external!("Debian ZooKeeper", zookeeper_installed());
     let zk = ZooKeeperProcess::start();
     let tk = TestkeeperProcess::start(&["--flavor", "keeper"]);
@@ -67,17 +105,50 @@ fn keeper_flavor_differs_from_zookeeper_only_as_expected() {
         json.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "unexpected differences:\n{text}");
-    let report: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
-    let expected =
-        report["scenarios"].as_array().unwrap().iter().filter(|s| s["status"] == "expected_difference").count();
-    assert!(expected > 0, "keeper flavor should show its known differences: {text}");
+    let report: Value = serde_json::from_str(&read(&json)).unwrap();
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let expected: Vec<&Value> = scenarios.iter().filter(|s| s["status"] == "expected_difference").collect();
+    assert!(!expected.is_empty(), "keeper flavor should show its known differences: {text}");
+    for s in &expected {
+        for d in s["diffs"].as_array().unwrap() {
+            let ids = d["expected_by"].as_array().unwrap();
+            assert!(!ids.is_empty(), "{}: a difference without a table entry: {d}", s["name"]);
+            for id in ids {
+                let id = id.as_str().unwrap();
+                assert!(text.contains(&format!("expected difference {id}: ")), "the reason of {id} is not printed");
+            }
+        }
+    }
 }
 
 #[test]
-fn zookeeper_flavor_matches_the_golden_transcript() {
+fn zookeeper_flavor_matches_the_golden_transcript_repeatedly_and_over_foreign_data() {
     let tk = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
-    let (out, text) = conform(&["--target", &tk.addr().to_string(), "--expect", golden().to_str().unwrap()]);
-    assert!(out.status.success(), "unexpected differences:\n{text}");
+    let (t, g) = (tk.addr().to_string(), golden());
+    for round in 1..=2 {
+        let (out, text) = conform(&["--target", &t, "--expect", g.to_str().unwrap()]);
+        assert!(out.status.success(), "round {round} against the golden transcript:\n{text}");
+    }
+    let f = Foreign::preload(tk.addr());
+    let before = f.snapshot();
+    // The target by name, as a vendor writes it.
+    let by_name = format!("localhost:{}", tk.addr().port());
+    for args in [vec!["--target", &by_name], vec!["--target", &by_name, "--read-only"]] {
+        let mut args = args.clone();
+        args.extend(["--expect", g.to_str().unwrap()]);
+        let (out, text) = conform(&args);
+        assert!(out.status.success(), "{args:?} over foreign data:\n{text}");
+    }
+    assert_eq!(f.snapshot(), before, "the suite changed someone else's data");
+    no_leftover_root(&f);
+}
+
+#[test]
+fn with_nothing_to_compare_every_scenario_only_ran() {
+    let tk = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
+    let (out, text) = conform(&["--target", &tk.addr().to_string(), "--filter", "ch_"]);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("reference: none") && text.contains("\nran    ") && !text.contains("\npass    "), "{text}");
 }
 
 /// A server that answers one cversion wrong must fail the scenario by name, with a
@@ -97,12 +168,25 @@ fn a_wrong_cversion_is_caught_and_names_the_scenario() {
         .map(|(i, l)| if i == target { l.replacen("\"cversion\":2", "\"cversion\":3", 1) } else { l.to_string() })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("doctored.jsonl");
+    let (bad, json) = (dir.path().join("doctored.jsonl"), dir.path().join("report.json"));
     std::fs::write(&bad, doctored.join("\n")).unwrap();
-    let (out, text) = conform(&["--target", &tk.addr().to_string(), "--expect", bad.to_str().unwrap()]);
+    let (out, text) = conform(&[
+        "--target",
+        &tk.addr().to_string(),
+        "--expect",
+        bad.to_str().unwrap(),
+        "--filter",
+        "ch_log_to_queue",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(!out.status.success(), "a doctored golden must fail:\n{text}");
     assert!(text.contains("FAIL                 ch_log_to_queue"), "{text}");
     assert!(text.contains("cversion: target 2 / reference 3") && text.contains("reproduction:"), "{text}");
+    // The JSON report keeps values as JSON, not JSON inside strings.
+    let report: Value = serde_json::from_str(&read(&json)).unwrap();
+    let key = &report["scenarios"][0]["diffs"][0]["keys"][0];
+    assert_eq!((&key["target"], &key["reference"]), (&Value::from(2), &Value::from(3)), "{key}");
 }
 
 #[test]
@@ -110,6 +194,9 @@ fn a_wrong_cversion_is_caught_and_names_the_scenario() {
 fn record_golden() {
     require_external!("Debian ZooKeeper", zookeeper_installed());
     let zk = ZooKeeperProcess::start();
-    let (out, text) = conform(&["--target", &zk.addr().to_string(), "--record", golden().to_str().unwrap()]);
+    // The cluster scenarios are recorded too: one server is trivially one consistent ensemble,
+    // so it plays every node.
+    let a = zk.addr().to_string();
+    let (out, text) = conform(&["--target", &format!("{a},{a},{a}"), "--record", golden().to_str().unwrap()]);
     assert!(out.status.success(), "{text}");
 }

@@ -21,7 +21,6 @@ mod report;
 mod spawn;
 mod stats;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,12 +35,12 @@ use report::Target;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Server to measure. Defaults to the one `--spawn-testkeeper` starts.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub target: Option<SocketAddr>,
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port)]
+    pub target: Option<crate::addr::HostPort>,
     /// A second server to run the same workload against, alternating rounds; ratios are
     /// target / vs. Defaults to the one `--spawn-zookeeper` starts.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub vs: Option<SocketAddr>,
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port)]
+    pub vs: Option<crate::addr::HostPort>,
     /// Start `testkeeper serve` (this binary) on a free port and measure it.
     #[arg(long)]
     pub spawn_testkeeper: bool,
@@ -189,14 +188,14 @@ async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
     let no_digest = args.no_digest;
     let blocking = |r: Result<Result<spawn::Spawned, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string())?;
-    if let Some(addr) = args.target {
-        out.push(Target::new("target", addr, None));
+    if let Some(hp) = &args.target {
+        out.push(Target::new("target", hp.reachable().await, None));
     } else if args.spawn_testkeeper {
         let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(no_digest)).await)?;
         out.push(Target::new(s.label, s.addr, Some(s)));
     }
-    if let Some(addr) = args.vs {
-        out.push(Target::new("vs", addr, None));
+    if let Some(hp) = &args.vs {
+        out.push(Target::new("vs", hp.reachable().await, None));
     } else if args.spawn_zookeeper {
         let s = blocking(tokio::task::spawn_blocking(spawn::zookeeper).await)?;
         out.push(Target::new(s.label, s.addr, Some(s)));
