@@ -48,6 +48,9 @@ pub struct ConformArgs {
     /// Run only scenarios whose name contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Run the scenarios of this file (the catalogue's syntax) instead of the catalogue.
+    #[arg(long, value_name = "FILE")]
+    scenarios: Option<PathBuf>,
 }
 
 /// The nodes of an address list, each at its first reachable address.
@@ -68,7 +71,15 @@ pub async fn run(args: ConformArgs) -> Result<(), String> {
         Some(r) => Some(endpoint(&r.0).await),
         None => None,
     };
+    let scenarios = match &args.scenarios {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("--scenarios {}: {e}", p.display()))?;
+            Some(testkeeper_conformance::parse::scenarios(&p.display().to_string(), &text)?)
+        }
+        None => None,
+    };
     let cfg = Config {
+        scenarios,
         target: Some(endpoint(&args.target.0).await),
         reference,
         expect: args.expect.clone(),

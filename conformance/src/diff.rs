@@ -2,15 +2,15 @@
 //!
 //! Each line's result and events are flattened to `key = value` pairs (`result.stat.cversion`,
 //! `result.results.2.err`, `events`); the keys whose values differ are the difference. A
-//! difference is *expected* when every differing key is covered by an entry of the
-//! known-differences table ([`crate::expected`]) for this scenario and the two flavors differ.
+//! difference is *expected* when the two flavors differ and every differing key is covered by
+//! an entry of the known-differences table ([`crate::expected`]) at that line's site.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::expected::{self, KnownDifference};
+use crate::expected::{self, Site};
 use crate::transcript::Line;
 
 /// One differing key of one line; a side without the key has no value (`None`, left out of
@@ -70,9 +70,9 @@ fn flat(line: Option<&Line>) -> BTreeMap<String, Value> {
     out
 }
 
-/// Compares one scenario's target lines with its reference lines.
-pub fn diff(scenario: &str, target: &[Line], reference: &[Line], flavors_differ: bool) -> Vec<LineDiff> {
-    let table: Vec<&KnownDifference> = if flavors_differ { expected::for_scenario(scenario) } else { Vec::new() };
+/// Compares one scenario's target lines with its reference lines (`scenario` is `None` for
+/// the proxy's replies, which belong to no scenario).
+pub fn diff(scenario: Option<&str>, target: &[Line], reference: &[Line], flavors_differ: bool) -> Vec<LineDiff> {
     let mut out = Vec::new();
     for i in 0..target.len().max(reference.len()) {
         let (t, r) = (target.get(i), reference.get(i));
@@ -87,16 +87,18 @@ pub fn diff(scenario: &str, target: &[Line], reference: &[Line], flavors_differ:
         if keys.is_empty() {
             continue;
         }
+        let line = t.or(r).expect("one side has line i");
+        let site = Site::of(scenario, &line.session, &line.op);
         let mut expected_by = Vec::new();
-        let all_covered = keys
-            .iter()
-            .all(|k| table.iter().find(|d| d.covers(&k.key)).map(|d| expected_by.push(d.id.to_string())).is_some());
+        let all_covered = flavors_differ
+            && keys
+                .iter()
+                .all(|k| expected::explain(&site, &k.key).map(|d| expected_by.push(d.id.to_string())).is_some());
         expected_by.sort();
         expected_by.dedup();
         if !all_covered {
             expected_by.clear();
         }
-        let line = t.or(r).expect("one side has line i");
         out.push(LineDiff { step: i, session: line.session.clone(), op: line.op.clone(), keys, expected_by });
     }
     out
@@ -119,7 +121,7 @@ mod tests {
 
     #[test]
     fn values_keep_their_json_type_and_absent_keys_are_left_out() {
-        let d = diff("x", &[line(json!({"zxid": "z4", "n": 2}))], &[line(json!({"zxid": "z5"}))], false);
+        let d = diff(Some("x"), &[line(json!({"zxid": "z4", "n": 2}))], &[line(json!({"zxid": "z5"}))], false);
         let v = serde_json::to_value(&d[0].keys).unwrap();
         assert_eq!(
             v,

@@ -65,6 +65,8 @@ pub struct Config {
     pub read_only: bool,
     /// Run only scenarios whose name contains this.
     pub filter: Option<String>,
+    /// Scenarios to run instead of the built-in catalogue (read from `--scenarios FILE`).
+    pub scenarios: Option<Vec<Scenario>>,
     /// Bound on waiting for container and TTL collection (ZooKeeper checks every 60 s by
     /// default, `znode.container.checkIntervalMs`); 90 s when unset.
     pub collect_wait: Option<Duration>,
@@ -118,7 +120,8 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result
     let started = Instant::now();
     let mut results = Vec::new();
     let mut all_lines = Vec::new();
-    for sc in catalogue::all() {
+    let catalogue = cfg.scenarios.clone().unwrap_or_else(catalogue::all);
+    for sc in catalogue {
         if cfg.filter.as_ref().is_some_and(|f| !sc.name.contains(f.as_str())) {
             continue;
         }
@@ -149,7 +152,7 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result
             (None, None) => None,
         };
         if let Some(reference) = &reference_lines {
-            result.diffs = diff::diff(&sc.name, &run.lines, reference, flavors_differ);
+            result.diffs = diff::diff(Some(&sc.name), &run.lines, reference, flavors_differ);
             if let Some(first) = result.diffs.iter().find(|d| !d.is_expected()) {
                 let longer = if run.lines.len() > first.step { &run.lines } else { reference };
                 result.reproduction = diff::reproduction(longer, first.step);

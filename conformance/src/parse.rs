@@ -240,7 +240,8 @@ impl<'a> Tokens<'a> {
         let mut t = Tokens { words: Vec::new(), flags: Vec::new(), kv: BTreeMap::new() };
         for tok in split_top(text, ' ').into_iter().filter(|s| !s.is_empty()) {
             match tok.split_once('=') {
-                Some((k, v)) if !tok.starts_with(['"', '[']) && !k.contains(['"', '[']) => {
+                // A key is a plain word: `~/data/AQAAAAAAAAA=` is a path, not a key.
+                Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
                     t.kv.insert(k, v);
                 }
                 _ if tok == "watch" => t.flags.push(tok),

@@ -21,6 +21,9 @@ use crate::reply::code_name;
 /// Bound on one four-letter word or raw exchange.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a raw step waits for the server to close the connection after its reply.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
 /// How often the waits look.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -44,6 +47,11 @@ const MNTR_KEYS: &[&str] = &[
     "zk_max_file_descriptor_count",
 ];
 
+/// `conf` and `envi` keys compared: the ones both ZooKeeper-protocol servers of a flavor report,
+/// not the implementation's own (a JVM's `java.*`, Keeper's storage paths).
+const CONF_KEYS: &[&str] = &["clientPort", "maxClientCnxns", "maxSessionTimeout", "minSessionTimeout"];
+const ENVI_KEYS: &[&str] = &["host.name", "os.arch", "os.name", "user.dir", "zookeeper.version"];
+
 /// Sends `word` and normalizes the answer: short fixed answers verbatim, key/value reports as
 /// their sorted keys, counting reports with every number replaced by `N`.
 pub async fn four_letter_word(addr: SocketAddr, word: &str) -> Value {
@@ -63,7 +71,13 @@ pub async fn four_letter_word(addr: SocketAddr, word: &str) -> Value {
             let keys: Vec<&str> = MNTR_KEYS.iter().copied().filter(|k| present.contains(k)).collect();
             json!({"standard_keys": keys})
         }
-        "srvr" | "stat" | "conf" | "envi" => json!({"keys": keys(&text)}),
+        "srvr" | "stat" => json!({"keys": keys(&text)}),
+        "conf" | "envi" => {
+            let standard = if word == "conf" { CONF_KEYS } else { ENVI_KEYS };
+            let present = keys(&text);
+            let found: Vec<&str> = standard.iter().copied().filter(|k| present.iter().any(|p| p == k)).collect();
+            json!({"standard_keys": found})
+        }
         "wchs" | "cons" | "dirs" => json!({"shape": shape(&text)}),
         _ => json!({"reply": text}),
     }
@@ -150,6 +164,11 @@ async fn raw_exchange(addr: SocketAddr, op: i32, body: &[u8]) -> std::io::Result
         Ok(Ok(None)) | Ok(Err(_)) => return Ok(json!({"reply": "none", "after": "closed"})),
         Err(_) => json!("none within 5 s"),
     };
+    // A server that closes after the reply does so at once: wait briefly for the end of the
+    // stream before asking, so a close that is still on its way is not raced by the ping.
+    if let Ok(Ok(None)) = tokio::time::timeout(CLOSE_GRACE, read_frame(&mut s, &mut buf)).await {
+        return Ok(json!({"reply": reply, "after": "closed"}));
+    }
     // Still open? A ping (xid -2, op 11) is answered only on a live connection.
     let _ = s.write_all(&send(-2, 11, &[])).await;
     let after = match tokio::time::timeout(PROBE_TIMEOUT, read_frame(&mut s, &mut buf)).await {

@@ -44,7 +44,12 @@ pub fn stat_json(s: &Stat, owner: &dyn Fn(i64) -> Value) -> Value {
             _ => "inconsistent",
         },
         "version": s.version, "cversion": s.cversion, "aversion": s.aversion,
-        "ephemeralOwner": if s.ephemeral_owner == 0 { json!("0") } else { owner(s.ephemeral_owner) },
+        "ephemeralOwner": match s.ephemeral_owner {
+            0 => json!("0"),
+            // ZooKeeper's CONTAINER_EPHEMERAL_OWNER, which Keeper shows for containers.
+            i64::MIN => json!("container-marker"),
+            id => owner(id),
+        },
         "dataLength": s.data_length, "numChildren": s.num_children,
     })
 }
@@ -76,7 +81,15 @@ pub fn response_json(r: &Response, owner: &dyn Fn(i64) -> Value) -> Value {
         Response::Paths(p) => json!({ "paths": sorted(p) }),
         Response::Number(n) => json!({ "number": n }),
         Response::WhoAmI(ids) => {
-            let mut ids: Vec<String> = ids.iter().map(|c| format!("{}:{}", c.auth_scheme, c.user)).collect();
+            // The `ip` identity is the client's address, which depends on where it runs.
+            let user = |c: &testkeeper_wire::records::session::ClientInfo| {
+                if c.auth_scheme == "ip" {
+                    "(client address)".to_string()
+                } else {
+                    c.user.clone()
+                }
+            };
+            let mut ids: Vec<String> = ids.iter().map(|c| format!("{}:{}", c.auth_scheme, user(c))).collect();
             ids.sort();
             json!({ "client_info": ids })
         }

@@ -78,7 +78,7 @@ pub async fn run_scenario(ctx: &RunCtx, admin: &Client, root: &str, sc: &Scenari
     let mut lines = Vec::new();
     for (i, step) in sc.steps.iter().enumerate() {
         let result = run_step(ctx, admin, &mut ss, sc, &base, step, &mut created).await;
-        let events = ss.drain_events().await;
+        let events = ss.drain_events(sc.nodes > 1).await;
         let (session, op) = (step.session_label(), step.to_string());
         lines.push(Line { scenario: sc.name.clone(), step: i, session, op, result, events });
     }
@@ -173,7 +173,16 @@ async fn cleanup(admin: &Client, base: &str, created: &[String]) -> Result<(), S
     mine.dedup();
     let gone = |e: &testkeeper_wire::client::ClientError| e.code() == Some(ZkError::NoNode.code());
     for p in mine {
-        match admin.delete(p, -1).await {
+        let mut r = admin.delete(p, -1).await;
+        if r.as_ref().is_err_and(|e| e.code() == Some(ZkError::NoAuth.code())) {
+            // The scenario left the parent without DELETE for the world: open it (it is the
+            // scenario's own node) and try again. A parent without ADMIN cannot be opened.
+            if let Some((parent, _)) = p.rsplit_once('/') {
+                let _ = admin.set_acl(parent, &testkeeper_wire::Acl::open(), -1).await;
+            }
+            r = admin.delete(p, -1).await;
+        }
+        match r {
             Ok(()) => {}
             Err(e) if gone(&e) => {}
             Err(e) => return Err(format!("{p}: {e}")),

@@ -144,10 +144,17 @@ impl Sessions {
     }
 
     /// Pings every open session, then drains what each received: once a ping is answered,
-    /// every event sent before it has arrived (one connection is FIFO).
-    pub async fn drain_events(&mut self) -> Vec<String> {
+    /// every event sent before it has arrived (one connection is FIFO). On an ensemble
+    /// (`sync_first`) a follower answers a ping before it has applied the leader's latest
+    /// commit, so each session syncs instead: its server then has applied every write
+    /// acknowledged so far and queued the events they fired before the sync's reply.
+    pub async fn drain_events(&mut self, sync_first: bool) -> Vec<String> {
         for c in self.slots.iter().filter_map(|s| s.client.as_ref()) {
-            let _ = tokio::time::timeout(CALL_TIMEOUT, c.ping()).await;
+            if sync_first {
+                let _ = tokio::time::timeout(CALL_TIMEOUT, c.sync("/")).await;
+            } else {
+                let _ = tokio::time::timeout(CALL_TIMEOUT, c.ping()).await;
+            }
         }
         let mut out = Vec::new();
         for (i, s) in self.slots.iter_mut().enumerate() {

@@ -42,6 +42,7 @@ pub fn allowed(acl: &[Acl], auth: &[AuthId], perm: i32) -> bool {
         entry.perms & perm != 0
             && match entry.id.scheme.as_str() {
                 "world" => entry.id.id == "anyone",
+                "ip" => auth.iter().any(|a| a.scheme == "ip" && ip_matches(&a.id, &entry.id.id)),
                 scheme => auth.iter().any(|a| a.scheme == scheme && a.id == entry.id.id),
             }
     })
@@ -106,9 +107,40 @@ pub fn fixup(acl: &[Acl], auth: &[AuthId], allow_ip: bool) -> Result<Vec<Acl>, Z
     Ok(out)
 }
 
+/// An `ip` ACL id: an address, optionally `/bits` no longer than the address.
 fn is_ip_id(id: &str) -> bool {
-    let (addr, bits) = id.split_once('/').unwrap_or((id, "32"));
-    addr.parse::<std::net::IpAddr>().is_ok() && bits.parse::<u8>().is_ok()
+    ip_network(id).is_some()
+}
+
+/// `addr[/bits]` as the address's bytes and the prefix length.
+fn ip_network(id: &str) -> Option<(Vec<u8>, u32)> {
+    let (addr, bits) = match id.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (id, None),
+    };
+    let bytes = match addr.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+    };
+    let max = bytes.len() as u32 * 8;
+    let bits = bits.map_or(Some(max), |b| b.parse::<u32>().ok().filter(|b| *b <= max))?;
+    Some((bytes, bits))
+}
+
+/// Whether the client address `client` is in the network `acl_id` (`addr[/bits]`), as
+/// ZooKeeper's `IPAuthenticationProvider.matches`: the first `bits` bits are equal.
+fn ip_matches(client: &str, acl_id: &str) -> bool {
+    let (Some((net, bits)), Ok(ip)) = (ip_network(acl_id), client.parse::<std::net::IpAddr>()) else {
+        return false;
+    };
+    let ip = match ip {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+    };
+    if ip.len() != net.len() {
+        return false;
+    }
+    (0..bits as usize).all(|i| (ip[i / 8] ^ net[i / 8]) & (0x80 >> (i % 8)) == 0)
 }
 
 #[cfg(test)]
@@ -121,6 +153,22 @@ mod tests {
         // base64(sha1("super:secret")), as `DigestAuthenticationProvider.generateDigest` computes it.
         assert_eq!(digest_id("super:secret").unwrap(), "super:lK75jTNcA+U9vtVEw5vB51mj/w4=");
         assert_eq!(digest_id("nocolon"), None);
+    }
+
+    #[test]
+    fn ip_acls_match_by_network() {
+        let client = [Id { scheme: "ip".into(), id: "127.0.0.1".into() }];
+        let acl = |id: &str| vec![Acl::new(perms::READ, "ip", id)];
+        for (id, ok) in [
+            ("0.0.0.0/0", true),
+            ("127.0.0.1", true),
+            ("127.0.0.0/8", true),
+            ("127.0.0.2", false),
+            ("192.0.2.1", false),
+        ] {
+            assert_eq!(allowed(&acl(id), &client, perms::READ), ok, "{id}");
+        }
+        assert!(!allowed(&acl("::1"), &client, perms::READ));
     }
 
     #[test]
@@ -142,6 +190,8 @@ mod tests {
         assert_eq!(fixup(&[Acl::new(31, "world", "nobody")], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(fixup(&[Acl::new(31, "sasl", "x")], &[], true), Err(ZkError::InvalidAcl));
         assert!(fixup(&[Acl::new(31, "ip", "127.0.0.1")], &[], true).is_ok());
+        assert_eq!(fixup(&[Acl::new(31, "ip", "10.0.0.0/33")], &[], true), Err(ZkError::InvalidAcl));
+        assert_eq!(fixup(&[Acl::new(31, "ip", "999.1.1.1")], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(authenticate("sasl", b"x", None), Err(ZkError::AuthFailed));
     }
 }

@@ -125,6 +125,12 @@ pub struct Rules {
     pub standalone_check_is_read: bool,
     /// setWatches: the reply goes before the catch-up events (Keeper) or after them (ZooKeeper).
     pub set_watches_reply_first: bool,
+    /// checkWatches asks whether any session has a watch of that type on the path (ZooKeeper
+    /// 3.8, measured: the server ignores who asks) or whether the asking session has one.
+    pub check_watches_any_session: bool,
+    /// A request whose body does not decode is answered MARSHALLINGERROR and the connection
+    /// stays (ZooKeeper, measured) or the connection is closed (Keeper's deserializer throws).
+    pub malformed_request_answered: bool,
 }
 
 impl Rules {
@@ -163,6 +169,8 @@ impl Rules {
                 auth_zookeeper_style: false,
                 close_is_answered: false,
                 standalone_check_is_read: true,
+                check_watches_any_session: false,
+                malformed_request_answered: false,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -195,6 +203,8 @@ impl Rules {
                 auth_zookeeper_style: true,
                 close_is_answered: true,
                 standalone_check_is_read: false,
+                check_watches_any_session: true,
+                malformed_request_answered: true,
             },
         }
     }

@@ -72,8 +72,18 @@ impl State {
                         .collect(),
                 )
             }
+            // The user of a digest identity is its name, without the hash (ZooKeeper's
+            // DigestAuthenticationProvider.getUserName; measured).
             Request::WhoAmI => Response::WhoAmI(
-                auth.iter().map(|a| ClientInfo { auth_scheme: a.scheme.clone(), user: a.id.clone() }).collect(),
+                auth.iter()
+                    .map(|a| {
+                        let user = match a.scheme.as_str() {
+                            "digest" => a.id.split(':').next().unwrap_or_default().to_string(),
+                            _ => a.id.clone(),
+                        };
+                        ClientInfo { auth_scheme: a.scheme.clone(), user }
+                    })
+                    .collect(),
             ),
             Request::Sync(r) => Response::Path(r.path.clone()),
             Request::FilteredList(r) => {

@@ -173,6 +173,13 @@ impl Watches {
         (data && self.data.modes(p, session) & bits != 0) || (child && self.child.modes(p, session) & bits != 0)
     }
 
+    /// Whether any session has a watch of `watcher_type` on `p` (ZooKeeper's checkWatches).
+    pub fn has_any(&self, p: &str, wt: i32) -> bool {
+        let (data, child, bits) = Self::selector(wt);
+        let hit = |t: &Table| t.get(p).is_some_and(|m| m.values().any(|m| m & bits != 0));
+        (data && hit(&self.data)) || (child && hit(&self.child))
+    }
+
     /// Removes `session`'s watches of `watcher_type` on `p`; whether any was removed.
     pub fn remove(&mut self, session: i64, p: &str, wt: i32) -> bool {
         let (data, child, bits) = Self::selector(wt);

@@ -64,7 +64,10 @@ fn text(e: &mut Engine, word: &str) -> String {
         "conf" => conf(e),
         "cons" => cons(e),
         "envi" => envi(keeper),
-        "dirs" => "snapshot_dir_size: 0\nlog_dir_size: 0\n".into(),
+        // In memory, so both sizes are 0; the key names are each server's (DirsCommand in
+        // ZooKeeper, FourLetterCommand.cpp in Keeper).
+        "dirs" if keeper => "snapshot_dir_size: 0\nlog_dir_size: 0\n".into(),
+        "dirs" => "datadir_size: 0\nlogdir_size: 0\n".into(),
         "isro" => "rw".into(),
         "wchs" => {
             let entries = e.watches.entries();
@@ -132,6 +135,9 @@ fn mntr(e: &Engine) -> String {
     kv("watch_count", &e.watches.count());
     kv("ephemerals_count", &e.state.tree.ephemeral_count());
     kv("approximate_data_size", &e.state.tree.approximate_data_size());
+    let (open, max) = file_descriptors();
+    kv("open_file_descriptor_count", &open);
+    kv("max_file_descriptor_count", &max);
     if keeper {
         kv("key_arena_size", &0);
         kv("latest_snapshot_size", &0);
@@ -140,6 +146,21 @@ fn mntr(e: &Engine) -> String {
     kv("digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
     kv("zxid", &format_args!("0x{:x}", e.state.zxid));
     s
+}
+
+/// The process's open file descriptors and their limit, as both servers' `mntr` reports them
+/// (0 where /proc cannot tell).
+fn file_descriptors() -> (u64, u64) {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let max = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0);
+    (open, max)
 }
 
 fn srvr(e: &Engine, with_clients: bool) -> String {

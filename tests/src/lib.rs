@@ -11,6 +11,7 @@
 //! * [`process`]: child processes that are killed by PID and reaped on drop,
 //!   and commands run with a bounded wait;
 //! * [`zookeeper`]: a throwaway standalone ZooKeeper server;
+//! * [`zookeeper_ensemble`]: a throwaway 3-server ZooKeeper ensemble;
 //! * [`testkeeper`]: a throwaway `testkeeper serve` process;
 //! * [`foreign`]: someone else's data on a server, and a snapshot to show it is untouched;
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
@@ -27,8 +28,10 @@ pub mod net;
 pub mod process;
 pub mod testkeeper;
 pub mod zookeeper;
+pub mod zookeeper_ensemble;
 
 pub use env::{external_prereq, repo_root, testkeeper_bin, venv_python};
 pub use net::{four_letter_word, free_port};
 pub use testkeeper::TestkeeperProcess;
 pub use zookeeper::{ZooKeeperConfig, ZooKeeperProcess};
+pub use zookeeper_ensemble::ZooKeeperEnsemble;

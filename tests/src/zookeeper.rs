@@ -197,34 +197,10 @@ fn launch(config: &ZooKeeperConfig, dir: &Path, attempt: usize) -> Result<(Serve
 
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let zoo_cfg = conf_dir.join("zoo.cfg");
-    let mut cfg = format!("dataDir={}\nclientPort={}\n", data_dir.display(), addr.port());
-    for (k, v) in &config.cfg {
-        cfg.push_str(&format!("{k}={v}\n"));
-    }
+    let cfg = format!("dataDir={}\nclientPort={}\n{}", data_dir.display(), addr.port(), cfg_lines(config));
     std::fs::write(&zoo_cfg, cfg).map_err(|e| fail("writing zoo.cfg", e))?;
-    let log4j = conf_dir.join("log4j.properties");
-    std::fs::write(&log4j, LOG4J_PROPERTIES).map_err(|e| fail("writing log4j.properties", e))?;
-
-    let mut classpath: Vec<PathBuf> = vec![conf_dir.clone(), ZOOKEEPER_JAR.into()];
-    classpath.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
-    let classpath = std::env::join_paths(classpath).expect("classpath has no ':'");
-
-    let java = env::java().ok_or_else(|| Launch::Failed("java not found on PATH".into()))?;
-    let mut cmd = Command::new(java);
-    cmd.arg("-cp").arg(classpath);
-    // A small heap and the serial GC keep several test JVMs light on a
-    // 2-core machine; ZooKeeper's working set in tests is a few MB.
-    cmd.args(["-Xmx512m", "-XX:+UseSerialGC"]);
-    cmd.arg(format!("-Dlog4j.configuration=file:{}", log4j.display()));
-    for (k, v) in &config.sys_props {
-        cmd.arg(format!("-D{k}={v}"));
-    }
-    // QuorumPeerMain, as Debian/upstream scripts use: with no server.N
-    // lines it runs standalone (logging a WARN saying so).
-    cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(&zoo_cfg);
-
     let log = dir.join(format!("zookeeper-{attempt}.log"));
-    let mut server = ServerChild::spawn("ZooKeeper", &mut cmd, &log).map_err(|e| fail("spawning java", e))?;
+    let mut server = spawn_jvm(config, &conf_dir, &zoo_cfg, &log).map_err(Launch::Failed)?;
 
     let deadline = Instant::now() + config.startup_timeout;
     loop {
@@ -250,11 +226,51 @@ fn launch(config: &ZooKeeperConfig, dir: &Path, attempt: usize) -> Result<(Serve
     }
 }
 
+/// Starts one ZooKeeper JVM on `zoo_cfg`, with `conf_dir` (which gets the log4j config) first
+/// on the classpath; shared by the standalone server and the ensemble.
+pub(crate) fn spawn_jvm(
+    config: &ZooKeeperConfig,
+    conf_dir: &Path,
+    zoo_cfg: &Path,
+    log: &Path,
+) -> Result<ServerChild, String> {
+    let log4j = conf_dir.join("log4j.properties");
+    std::fs::write(&log4j, LOG4J_PROPERTIES).map_err(|e| format!("ZooKeeper: writing log4j.properties: {e}"))?;
+    let mut classpath: Vec<PathBuf> = vec![conf_dir.to_path_buf(), ZOOKEEPER_JAR.into()];
+    classpath.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
+    let classpath = std::env::join_paths(classpath).expect("classpath has no ':'");
+
+    let java = env::java().ok_or("java not found on PATH")?;
+    let mut cmd = Command::new(java);
+    cmd.arg("-cp").arg(classpath);
+    // A small heap and the serial GC keep several test JVMs light on a
+    // 2-core machine; ZooKeeper's working set in tests is a few MB.
+    cmd.args(["-Xmx512m", "-XX:+UseSerialGC"]);
+    cmd.arg(format!("-Dlog4j.configuration=file:{}", log4j.display()));
+    for (k, v) in &config.sys_props {
+        cmd.arg(format!("-D{k}={v}"));
+    }
+    // QuorumPeerMain, as Debian/upstream scripts use: with no server.N
+    // lines it runs standalone (logging a WARN saying so).
+    cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(zoo_cfg);
+    ServerChild::spawn("ZooKeeper", &mut cmd, log).map_err(|e| format!("ZooKeeper: spawning java: {e}"))
+}
+
+/// The zoo.cfg entries of `config` (tests' defaults plus tweaks).
+pub(crate) fn cfg_lines(config: &ZooKeeperConfig) -> String {
+    config.cfg.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+/// How long a server may take to come up.
+pub(crate) fn startup_timeout(config: &ZooKeeperConfig) -> Duration {
+    config.startup_timeout
+}
+
 /// `ruok` alone is not readiness: ZooKeeper answers `imok` as soon as its
 /// listener is up, while for a moment after that every other request gets
 /// "This ZooKeeper instance is not currently serving requests". `srvr` only
 /// reports a `Mode:` once the server is really serving.
-fn is_serving(addr: SocketAddr) -> bool {
+pub(crate) fn is_serving(addr: SocketAddr) -> bool {
     let ask = |word| net::four_letter_word(addr, word, Duration::from_secs(2)).unwrap_or_default();
     ask("ruok") == "imok" && ask("srvr").contains("Mode: ")
 }

@@ -33,6 +33,25 @@ pub fn catalogue_markdown() -> String {
             let _ = writeln!(out, "| `{}`{tags} | {} | {} |", sc.name, cell(&sc.about), cell(&sc.source));
         }
     }
+    out.push_str(
+        "\n### Known differences (`conformance/src/expected.rs`)\n\nApplied only when the target's and the \
+         reference's flavors differ; the proxy's cross-check applies the entries that name no scenario.\n\n\
+         | id | difference | where | source |\n|---|---|---|---|\n",
+    );
+    for d in crate::expected::TABLE {
+        let mut at = Vec::new();
+        if !d.scenarios.is_empty() {
+            at.push(format!("scenarios {}", d.scenarios.join(", ")));
+        }
+        if !d.ops.is_empty() {
+            at.push(format!("ops {}", d.ops.join(", ")));
+        }
+        if !d.paths.is_empty() {
+            at.push(format!("paths {}", d.paths.join(", ")));
+        }
+        at.push(format!("keys {}", d.keys.join(", ")));
+        let _ = writeln!(out, "| `{}` | {} | {} | {} |", d.id, d.what.replace('|', "\\|"), at.join("; "), d.source);
+    }
     out
 }
 

@@ -59,7 +59,7 @@ mod tests {
     #[test]
     fn the_catalogue_is_large_and_every_scenario_names_its_source() {
         let all = all();
-        assert!(all.len() >= 30, "{} scenarios", all.len());
+        assert!(all.len() >= 150, "{} scenarios", all.len());
         for sc in &all {
             assert!(sc.source.len() > 8 && sc.about.len() > 8, "{}: about/source too thin", sc.name);
         }

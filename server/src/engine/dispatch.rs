@@ -83,6 +83,21 @@ impl Engine {
         Flow::Close
     }
 
+    /// A request whose header decoded but whose body did not: ZooKeeper answers
+    /// MARSHALLINGERROR and keeps the connection; Keeper's deserializer throws and the
+    /// connection closes.
+    pub fn malformed(&mut self, conn: u64, xid: i32, op: i32, why: &str) -> Flow {
+        if self.state.rules.malformed_request_answered {
+            debug!(op, why, "malformed request: replying MARSHALLINGERROR, as ZooKeeper does");
+            let zxid = self.state.zxid;
+            self.reply(conn, xid, zxid, ZkError::MarshallingError.code(), &Response::Empty);
+            Flow::Continue
+        } else {
+            warn!(op, why, "malformed request: closing the connection, as Keeper does");
+            Flow::Close
+        }
+    }
+
     fn dispatch(&mut self, conn: u64, session: i64, xid: i32, req: Request) -> Flow {
         let zxid = self.state.zxid;
         let rules = &self.state.rules;
@@ -134,17 +149,25 @@ impl Engine {
             }
             Request::SetWatches2(w) => self.set_watches(conn, session, xid, w),
             Request::AddWatch(r) => {
-                let kind = if r.mode == add_watch_mode::PERSISTENT_RECURSIVE {
-                    WatchKind::Recursive
-                } else {
-                    WatchKind::Persistent
+                let kind = match r.mode {
+                    add_watch_mode::PERSISTENT_RECURSIVE => WatchKind::Recursive,
+                    add_watch_mode::PERSISTENT => WatchKind::Persistent,
+                    // ZooKeeper's AddWatchMode.fromMode throws: MARSHALLINGERROR, no watch (measured).
+                    _ => {
+                        self.reply(conn, xid, zxid, ZkError::MarshallingError.code(), &Response::Empty);
+                        return Flow::Continue;
+                    }
                 };
                 self.watches.add(kind, &r.path, session, &self.state.rules);
                 self.reply(conn, xid, zxid, 0, &Response::Number(0));
             }
             Request::CheckWatches(r) => {
-                let err =
-                    if self.watches.has(session, &r.path, r.watcher_type) { 0 } else { ZkError::NoWatcher.code() };
+                let found = if self.state.rules.check_watches_any_session {
+                    self.watches.has_any(&r.path, r.watcher_type)
+                } else {
+                    self.watches.has(session, &r.path, r.watcher_type)
+                };
+                let err = if found { 0 } else { ZkError::NoWatcher.code() };
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::RemoveWatches(r) => {

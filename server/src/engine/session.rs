@@ -73,6 +73,9 @@ impl Engine {
                     read_only,
                 });
             }
+            // Watches belong to the connection in ZooKeeper (ServerCnxn is the Watcher): the
+            // new one starts with none, and the client re-sends them with setWatches.
+            self.watches.remove_session(req.session_id);
             let s = self.sessions.get_mut(&req.session_id).expect("checked above");
             let old = s.conn.replace(conn);
             s.timeout_ms = timeout_ms;

@@ -190,7 +190,10 @@ async fn serve_requests(
                 let flow = match item {
                     Ok((xid, _, Ok(req))) => engine.handle(conn, xid, req),
                     Ok((xid, _, Err(DecodeError::UnknownOpCode(op)))) => engine.unknown_op(conn, xid, op),
-                    Ok((xid, op, Err(e))) => return Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}")),
+                    Ok((xid, op, Err(e))) => match engine.malformed(conn, xid, op, &e.to_string()) {
+                        Flow::Close => return Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}")),
+                        flow => flow,
+                    },
                     Err(e) => return Stop::Bad(format!("malformed frame: {e}")),
                 };
                 if flow == Flow::Close {
