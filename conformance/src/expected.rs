@@ -116,6 +116,15 @@ pub const TABLE: &[KnownDifference] = &[
         keys: &["*"],
     },
     KnownDifference {
+        id: "keeper-path-names",
+        what: "Keeper refuses only an empty node name; `.`, `..` and other names ZooKeeper's PathUtils.validatePath refuses are plain names there.",
+        source: "KeeperStorage create preprocess (getBaseNodeName(...).empty()); ZooKeeper PathUtils.validatePath; docs/flavors.md",
+        scenarios: &["create_path_validation"],
+        ops: NONE,
+        paths: NONE,
+        keys: &["*"],
+    },
+    KnownDifference {
         id: "keeper-path-reserved",
         what: "Keeper answers BADARGUMENTS to writes under /keeper; ZooKeeper has no /keeper (NONODE).",
         source: "KeeperStorage.cpp (keeper_system_path checks); flavor.rs keeper_path_reserved",
@@ -153,8 +162,8 @@ pub const TABLE: &[KnownDifference] = &[
     },
     KnownDifference {
         id: "recursive-event-names-watch-path",
-        what: "Keeper's persistent-recursive events name the watched path, ZooKeeper's the changed node.",
-        source: "KeeperStorage watch triggering; flavor.rs recursive_event_names_watch_path",
+        what: "Keeper sends a persistent-recursive event for every watched ancestor, each naming that ancestor; ZooKeeper one per session, naming the changed node.",
+        source: "KeeperStorage::processWatchesImpl (persistent_recursive_watches); ZooKeeper WatchManager; flavor.rs recursive_event_names_watch_path",
         scenarios: &["watch_persistent_recursive", "watch_recursive_subtree"],
         ops: NONE,
         paths: NONE,

@@ -176,8 +176,7 @@ impl Watches {
     /// Whether any session has a watch of `watcher_type` on `p` (ZooKeeper's checkWatches).
     pub fn has_any(&self, p: &str, wt: i32) -> bool {
         let (data, child, bits) = Self::selector(wt);
-        let hit = |t: &Table| t.get(p).is_some_and(|m| m.values().any(|m| m & bits != 0));
-        (data && hit(&self.data)) || (child && hit(&self.child))
+        (data && self.data.any_modes(p) & bits != 0) || (child && self.child.any_modes(p) & bits != 0)
     }
 
     /// Removes `session`'s watches of `watcher_type` on `p`; whether any was removed.

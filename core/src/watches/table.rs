@@ -46,6 +46,11 @@ impl Table {
         self.by_path.get(p).and_then(|w| w.get(&session)).copied().unwrap_or(0)
     }
 
+    /// The union of every session's mode bits on `p` (0 when nobody watches it).
+    pub(super) fn any_modes(&self, p: &str) -> u8 {
+        self.by_path.get(p).map_or(0, |w| w.values().fold(0, |acc, m| acc | m))
+    }
+
     /// Sessions with a recursive entry on `p`, in session order.
     pub(super) fn recursive_at(&self, p: &str) -> impl Iterator<Item = i64> + '_ {
         self.by_path.get(p).into_iter().flat_map(|w| w.iter().filter(|(_, m)| **m & RECURSIVE != 0).map(|(s, _)| *s))
