@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use testkeeper_server::faults::FaultEvent;
+use testkeeper_server::http::guard::WRITE_HEADER;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -87,8 +88,9 @@ impl Admin {
         let what = format!("{method} http://{}{path}", self.authority);
         let exchange = async {
             let mut s = TcpStream::connect(&self.authority).await?;
+            // The endpoint refuses writes without this header (its cross-site guard).
             let head = format!(
-                "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+                "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: text/plain\r\n{WRITE_HEADER}: 1\r\nContent-Length: {}\r\n\r\n",
                 self.authority,
                 body.len()
             );

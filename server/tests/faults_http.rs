@@ -1,9 +1,9 @@
 //! The admin HTTP endpoint: fault control while a client runs, `/ready`, the four-letter-word
-//! commands, and `/metrics` as strict Prometheus text.
+//! commands, `/metrics` as strict Prometheus text, and the cross-site guard in front of it all.
 
 mod faults_support;
 
-use faults_support::{connect, http, mk, start, within};
+use faults_support::{connect, http, http_with, mk, start, within};
 use serde_json::Value;
 use testkeeper_server::core::flavor::Flavor;
 use testkeeper_wire::client::ClientError;
@@ -62,6 +62,42 @@ async fn fault_api_while_a_client_runs() {
     assert_eq!(json(&http(h, "GET", "/api/v1/faults", "").await.1)["rules"], Value::Array(vec![]));
     within(c.sync("/h")).await.unwrap();
     tk.shutdown().await;
+}
+
+/// A web page in the user's browser cannot install or clear rules: a foreign `Origin` is
+/// refused whatever the method, and a write without `Content-Type: application/json` or
+/// `X-Testkeeper` (what a cross-site form can send) is refused; nothing changes either way.
+#[tokio::test]
+async fn cross_site_requests_are_refused() {
+    let mut tk = start(Flavor::Keeper, 7).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let rule = "error:code=-4,op=getData";
+    let form = ["Content-Type: text/plain"];
+    let evil_origin = ["Origin: http://evil.example", "X-Testkeeper: 1", "Content-Type: application/json"];
+    for (headers, method, path) in [
+        (&form[..], "POST", "/api/v1/faults"),
+        (&[][..], "POST", "/api/v1/faults"),
+        (&["Content-Type: application/x-www-form-urlencoded"][..], "POST", "/api/v1/faults"),
+        (&evil_origin[..], "POST", "/api/v1/faults"),
+        (&["Origin: null", "X-Testkeeper: 1"][..], "POST", "/api/v1/faults"),
+        (&form[..], "DELETE", "/api/v1/faults"),
+        (&["Origin: http://evil.example"][..], "GET", "/api/v1/faults"),
+        (&["Origin: http://evil.example"][..], "GET", "/api/v1/commands/ruok"),
+    ] {
+        let (status, body) = http_with(h, method, path, headers, rule).await;
+        assert_eq!(status, 403, "{method} {path} {headers:?}: {body}");
+        assert!(tk.fault_rules().is_empty(), "{method} {path} {headers:?} changed nothing");
+    }
+    // A loopback origin with the header passes, and so does a JSON content type (the rule
+    // text is then parsed as ever).
+    let local = ["Origin: http://127.0.0.1:3000", "X-Testkeeper: 1"];
+    assert_eq!(http_with(h, "POST", "/api/v1/faults", &local, rule).await.0, 200);
+    let (status, _) = http_with(h, "POST", "/api/v1/faults", &["Content-Type: application/json"], rule).await;
+    assert_eq!(status, 200);
+    assert_eq!(tk.fault_rules().len(), 2);
+    assert_eq!(http_with(h, "GET", "/ready", &["Origin: http://localhost:8080"], "").await.0, 200);
+    assert_eq!(http_with(h, "DELETE", "/api/v1/faults", &["X-Testkeeper: yes"], "").await.0, 204);
+    assert!(tk.fault_rules().is_empty());
 }
 
 #[tokio::test]

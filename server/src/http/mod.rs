@@ -12,15 +12,19 @@
 //! | `GET /api/v1/faults/events` | `{"total":N,"events":[...]}`, the newest fired faults |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
+//! Every route sits behind one guard (`guard.rs`): a non-loopback `Origin` is refused, and a
+//! write needs `Content-Type: application/json` or an `X-Testkeeper` header.
 //!
 //! # Layout
 //! - this file: the router and [`HttpServer`] (bind, serve, stop).
+//! - `guard`: the cross-site guard in front of every route.
 //! - `control`: `/ready` and the four-letter-word commands.
 //! - `faults`: the fault API.
 //! - `metrics`: `/metrics`.
 
 mod control;
 mod faults;
+pub mod guard;
 mod metrics;
 
 use std::io;
@@ -28,6 +32,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::middleware;
 use axum::routing::{delete, get};
 use axum::Router;
 use tokio::net::TcpListener;
@@ -40,7 +45,7 @@ use crate::net::Shared;
 /// How long a stopping server waits for in-flight requests before it aborts them.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// The routes, over the server's shared state.
+/// The routes, over the server's shared state, all behind [`guard::guard`].
 pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/ready", get(control::ready))
@@ -50,6 +55,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/faults/events", get(faults::events))
         .route("/api/v1/faults/{id}", delete(faults::remove))
         .with_state(shared)
+        // Last, so it wraps every route above (add new routes above this line) and the
+        // fallback: nothing reaches a handler unguarded.
+        .layer(middleware::from_fn(guard::guard))
 }
 
 /// A running HTTP endpoint.

@@ -56,15 +56,27 @@ pub async fn exists_fresh(tk: &TestKeeper, path: &str) -> bool {
 
 /// One HTTP/1.1 request with `Connection: close`; returns (status, body).
 pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_with(addr, method, path, &["Content-Type: text/plain", "X-Testkeeper: 1"], body).await
+}
+
+/// One HTTP/1.1 request with exactly `headers` (besides Host, Connection and Content-Length).
+pub async fn http_with(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
     within(async {
         let mut s = TcpStream::connect(addr).await.expect("connect http");
-        let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
         s.write_all(req.as_bytes()).await.expect("write http");
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).await.expect("read http");
         let text = String::from_utf8(raw).expect("utf-8 response");
         let (head, body) = text.split_once("\r\n\r\n").expect("header end");
-        assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "chunked responses are not expected: {head}");
+        assert!(
+            !head.to_ascii_lowercase().contains("transfer-encoding: chunked"),
+            "chunked responses are not expected: {head}"
+        );
         let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status code");
         (status, body.to_string())
     })
