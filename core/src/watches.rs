@@ -200,6 +200,14 @@ impl Watches {
         out
     }
 
+    /// (path, session) pairs of the data table alone, sorted: what ZooKeeper's `wchc`, `wchp`
+    /// and `wchs` dump (`DataTree.dumpWatches` reads `dataWatches` only; measured).
+    pub fn data_entries(&self) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = self.data.entries().map(|(p, s)| (p.to_string(), s)).collect();
+        out.sort();
+        out
+    }
+
     /// Total number of watches (entries of both tables).
     pub fn count(&self) -> usize {
         self.data.len() + self.child.len()

@@ -1,7 +1,14 @@
 //! Four-letter words: the text answers of `ruok`, `mntr`, `srvr`... in each flavor's format
 //! (ZooKeeper's `FourLetterCommands`, Keeper's `FourLetterCommand.cpp`).
+//!
+//! # Layout
+//! - this file: the word lists, the allow-list check and the words that read counters.
+//! - `dumps`: `cons`, `stat`'s clients and the `wch*` watch dumps.
+
+mod dumps;
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 
 use crate::core::digest::DIGEST_VERSION;
 use crate::core::flavor::Flavor;
@@ -31,7 +38,9 @@ pub fn is_known(flavor: Flavor, word: &str) -> bool {
 }
 
 /// The answer to `word`, or `None` to close silently (Keeper's way with words it does not allow).
-pub fn answer(shared: &Shared, word: &str) -> Option<String> {
+/// `asker` is the connection that sent the word over TCP (`None` over HTTP); ZooKeeper lists
+/// it in `cons` and `stat`.
+pub fn answer(shared: &Shared, word: &str, asker: Option<SocketAddr>) -> Option<String> {
     let cfg = &shared.cfg;
     if !cfg.allows_4lw(word) {
         return match cfg.flavor {
@@ -40,16 +49,16 @@ pub fn answer(shared: &Shared, word: &str) -> Option<String> {
         };
     }
     let mut e = shared.engine();
-    Some(text(&mut e, word))
+    Some(text(&mut e, word, asker))
 }
 
-fn text(e: &mut Engine, word: &str) -> String {
+fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
     let keeper = e.cfg.flavor == Flavor::Keeper;
     match word {
         "ruok" => "imok".into(),
         "mntr" => mntr(e),
-        "srvr" => srvr(e, false),
-        "stat" => srvr(e, true),
+        "srvr" => srvr(e, false, None),
+        "stat" => srvr(e, true, asker),
         "srst" => {
             e.stats.reset();
             "Server stats reset.\n".into()
@@ -62,40 +71,16 @@ fn text(e: &mut Engine, word: &str) -> String {
             "Connection stats reset.\n".into()
         }
         "conf" => conf(e),
-        "cons" => cons(e),
+        "cons" => dumps::cons(e, asker),
         "envi" => envi(keeper),
         // In memory, so both sizes are 0; the key names are each server's (DirsCommand in
         // ZooKeeper, FourLetterCommand.cpp in Keeper).
         "dirs" if keeper => "snapshot_dir_size: 0\nlog_dir_size: 0\n".into(),
         "dirs" => "datadir_size: 0\nlogdir_size: 0\n".into(),
         "isro" => "rw".into(),
-        "wchs" => {
-            let entries = e.watches.entries();
-            let mut paths: Vec<&String> = entries.iter().map(|(p, _)| p).collect();
-            paths.dedup();
-            let mut sessions: Vec<i64> = entries.iter().map(|(_, s)| *s).collect();
-            sessions.sort_unstable();
-            sessions.dedup();
-            format!("{} connections watching {} paths\nTotal watches:{}\n", sessions.len(), paths.len(), entries.len())
-        }
-        "wchc" => {
-            let mut by: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
-            for (p, s) in e.watches.entries() {
-                by.entry(s).or_default().push(p);
-            }
-            by.iter()
-                .map(|(s, ps)| format!("0x{s:x}\n{}", ps.iter().map(|p| format!("\t{p}\n")).collect::<String>()))
-                .collect()
-        }
-        "wchp" => {
-            let mut by: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
-            for (p, s) in e.watches.entries() {
-                by.entry(p).or_default().push(s);
-            }
-            by.iter()
-                .map(|(p, ss)| format!("{p}\n{}", ss.iter().map(|s| format!("\t0x{s:x}\n")).collect::<String>()))
-                .collect()
-        }
+        "wchs" => dumps::wchs(e),
+        "wchc" => dumps::wch(e, false),
+        "wchp" => dumps::wch(e, true),
         "dump" => dump(e),
         "apiv" => e.cfg.feature_flags.api_version().to_string(),
         "ftfl" => e.cfg.feature_flags.ftfl(),
@@ -108,10 +93,41 @@ fn text(e: &mut Engine, word: &str) -> String {
         "ydld" => "Sent yield leadership request to leader.".into(),
         "rclc" | "clrs" | "rcvr" => "ok".into(),
         "lgrq" => "disabled".into(),
-        "pfev" => String::new(),
+        "pfev" => pfev(e),
         "rcfg" => "Reconfiguration is not supported by testkeeper".into(),
         _ => String::new(),
     }
+}
+
+/// Keeper's `pfev` (`ProfileEventsCommand`): one `name\tvalue\tdescription` line per event.
+/// Of Keeper's list (`KeeperProfileEvents.cpp`) only the request and packet counters have a
+/// meaning here; the file, network and system events are left out rather than made up.
+fn pfev(e: &Engine) -> String {
+    let ops = |names: &[&str]| -> u64 { names.iter().filter_map(|n| e.stats.requests_by_op.get(n)).sum() };
+    let requests: u64 = e.stats.requests_by_op.values().sum();
+    let rows: [(&str, u64, &str); 12] = [
+        ("KeeperPacketsSent", e.stats.packets_sent, "Packets sent by keeper server"),
+        ("KeeperPacketsReceived", e.stats.packets_received, "Packets received by keeper server"),
+        ("KeeperRequestTotal", requests, "Total requests number on keeper server"),
+        (
+            "KeeperCreateRequest",
+            ops(&["create", "create2", "createContainer", "createTTL", "createIfNotExists"]),
+            "Number of create requests",
+        ),
+        ("KeeperRemoveRequest", ops(&["delete", "tryRemove"]), "Number of remove requests"),
+        ("KeeperSetRequest", ops(&["setData"]), "Number of set requests"),
+        ("KeeperCheckRequest", ops(&["check", "checkNotExists", "checkStat"]), "Number of check requests"),
+        ("KeeperMultiRequest", ops(&["multi"]), "Number of multi requests"),
+        ("KeeperMultiReadRequest", ops(&["multiRead"]), "Number of multi read requests"),
+        ("KeeperGetRequest", ops(&["getData"]), "Number of get requests"),
+        (
+            "KeeperListRequest",
+            ops(&["getChildren", "getChildren2", "filteredList", "filteredListWithStatsAndData"]),
+            "Number of list requests",
+        ),
+        ("KeeperExistsRequest", ops(&["exists"]), "Number of exists requests"),
+    ];
+    rows.iter().map(|(name, n, doc)| format!("{name}\t{n}\t{doc}\n")).collect()
 }
 
 fn mntr(e: &Engine) -> String {
@@ -163,7 +179,7 @@ fn file_descriptors() -> (u64, u64) {
     (open, max)
 }
 
-fn srvr(e: &Engine, with_clients: bool) -> String {
+fn srvr(e: &Engine, with_clients: bool, asker: Option<SocketAddr>) -> String {
     let keeper = e.cfg.flavor == Flavor::Keeper;
     let (min, avg, max) = e.stats.latency_ms();
     let mut s = if keeper {
@@ -172,11 +188,7 @@ fn srvr(e: &Engine, with_clients: bool) -> String {
         format!("Zookeeper version: {ZK_VERSION}, built on 01/01/2026 00:00 GMT\n")
     };
     if with_clients {
-        s.push_str("Clients:\n");
-        for c in e.conns.values() {
-            let _ = writeln!(s, " {}(recved={},sent={})", c.peer, c.received, c.sent);
-        }
-        s.push('\n');
+        s.push_str(&dumps::clients(e, asker));
     }
     let _ = write!(
         s,
@@ -188,30 +200,6 @@ fn srvr(e: &Engine, with_clients: bool) -> String {
         e.state.tree.len()
     );
     s
-}
-
-fn cons(e: &Engine) -> String {
-    let now = e.clock.now_ms();
-    let mut out = String::new();
-    for c in e.conns.values() {
-        let _ = writeln!(
-            out,
-            " {}(recved={},sent={},sid=0x{:x},lop={},est={},to={},lcxid=0x{:x},lzxid=0x{:x},lresp={},llat={})",
-            c.peer,
-            c.received,
-            c.sent,
-            c.session,
-            c.last_op,
-            c.established_ms,
-            e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms),
-            c.last_xid,
-            c.last_zxid,
-            now,
-            c.last_latency_ms
-        );
-    }
-    out.push('\n');
-    out
 }
 
 fn conf(e: &Engine) -> String {

@@ -172,3 +172,26 @@ async fn four_letter_words_per_flavor() {
     assert!(four_letter(zk.addr(), "srvr").await.starts_with("Zookeeper version: 3.8"));
     assert_eq!(four_letter(zk.addr(), "ftfl").await, "", "ZooKeeper does not know ftfl");
 }
+
+/// Keeper's `pfev` answers its request counters (`name\tvalue\tdescription`), and its `cons`
+/// leaves out a connection that never finished a handshake, the asking one included
+/// (`KeeperTCPHandler::dumpStats`); ZooKeeper's lists it (checked live by zk_quirks.rs).
+#[tokio::test]
+async fn keeper_pfev_counts_requests_and_cons_skips_the_asker() {
+    let tk = server(Flavor::Keeper, Clock::System).await;
+    let c = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+    for p in ["/p1", "/p2"] {
+        c.create(p, b"", &Acl::open(), create_mode::PERSISTENT).await.unwrap();
+    }
+    c.get_data("/p1", false).await.unwrap();
+    let pfev = four_letter(tk.addr(), "pfev").await;
+    assert!(pfev.contains("KeeperCreateRequest\t2\tNumber of create requests\n"), "{pfev}");
+    assert!(pfev.contains("KeeperGetRequest\t1\tNumber of get requests\n"), "{pfev}");
+    assert!(pfev.lines().all(|l| l.split('\t').count() == 3), "{pfev}");
+    let cons = four_letter(tk.addr(), "cons").await;
+    assert_eq!(cons.lines().filter(|l| !l.is_empty()).count(), 1, "only the client's connection: {cons}");
+    assert!(cons.contains(&format!("sid=0x{:x}", c.session_id())), "{cons}");
+    let zk = server(Flavor::Zookeeper, Clock::System).await;
+    let cons = four_letter(zk.addr(), "cons").await;
+    assert!(cons.starts_with(" /127.0.0.1:") && cons.ends_with("[0](queued=0,recved=1,sent=0)\n\n"), "{cons:?}");
+}

@@ -101,8 +101,10 @@ async fn take_events(rx: &mut UnboundedReceiver<Event>, n: usize) -> Vec<Event> 
     .unwrap_or_else(|_| panic!("fewer than {n} events within {STEP_BOUND:?}"))
 }
 
-fn total_watches(wchs: &str) -> usize {
-    wchs.lines().find_map(|l| l.strip_prefix("Total watches:")).and_then(|n| n.trim().parse().ok()).expect(wchs)
+/// Every registered watch, as `mntr` counts them (both tables, in both flavors).
+async fn total_watches(addr: std::net::SocketAddr) -> usize {
+    let mntr = four_letter(addr, "mntr").await;
+    mntr.lines().find_map(|l| l.strip_prefix("zk_watch_count\t")).and_then(|n| n.trim().parse().ok()).expect(&mntr)
 }
 
 async fn set_watches_of_40k_paths(flavor: Flavor) {
@@ -126,7 +128,7 @@ async fn set_watches_of_40k_paths(flavor: Flavor) {
     };
     tokio::time::timeout(STEP_BOUND, a.set_watches(sw)).await.expect("setWatches answered").unwrap();
     probe.advance(3).await;
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 40_101);
+    assert_eq!(total_watches(addr).await, 40_101);
 
     // Each kind fires as it should.
     a.create("/w/n12345", b"", &Acl::open(), 0).await.unwrap();
@@ -136,7 +138,7 @@ async fn set_watches_of_40k_paths(flavor: Flavor) {
     assert!(got.contains(&(event_type::NODE_CREATED, "/w/n12345".into())), "{got:?}");
     assert!(got.contains(&(event_type::NODE_CHILDREN_CHANGED, "/w".into())), "{got:?}");
     assert!(got.contains(&(event_type::NODE_DATA_CHANGED, "/w/e042".into())), "{got:?}");
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 40_098);
+    assert_eq!(total_watches(addr).await, 40_098);
 
     // A second client whose 40k data watches all missed a change (39,999 deletes and one
     // create-then-change, relative to zxid 0): every one fires at once, none registers.
@@ -153,12 +155,12 @@ async fn set_watches_of_40k_paths(flavor: Flavor) {
         .collect();
     assert_eq!((deleted, changed), (39_999, vec!["/w/n12345"]));
     probe.advance(3).await;
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 40_098, "catch-up events register nothing");
+    assert_eq!(total_watches(addr).await, 40_098, "catch-up events register nothing");
 
     // The session's end takes its 40k watches with it.
     a.close().await.ok();
     probe.advance(3).await;
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 0);
+    assert_eq!(total_watches(addr).await, 0);
     assert!(probe.finish().await > 0);
     tk.shutdown().await;
 }
@@ -183,7 +185,7 @@ async fn session_with_20k_watched_ephemerals_goes_away(flavor: Flavor) {
         };
         c.set_watches(sw).await.unwrap();
     }
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 2 * (N + 1));
+    assert_eq!(total_watches(addr).await, 2 * (N + 1));
     let probe = Probe::start(addr).await;
 
     owner.close().await.ok();
@@ -193,7 +195,7 @@ async fn session_with_20k_watched_ephemerals_goes_away(flavor: Flavor) {
     let child = got.iter().filter(|e| e.event.event_type == event_type::NODE_CHILDREN_CHANGED).count();
     assert_eq!((deleted, child), (N, 1), "each ephemeral's delete once, the parent's one-shot child watch once");
     assert_eq!(watcher.get_children("/e", false).await.unwrap(), Vec::<String>::new());
-    assert_eq!(total_watches(&four_letter(addr, "wchs").await), 0);
+    assert_eq!(total_watches(addr).await, 0);
     assert!(probe.finish().await > 0);
     tk.shutdown().await;
 }

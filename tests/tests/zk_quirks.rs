@@ -1,13 +1,14 @@
 //! The ZooKeeper 3.8 behaviours docs/flavors.md calls "measured", checked against a live Apache
 //! ZooKeeper and `testkeeper --flavor zookeeper` side by side, so every such claim has a command
 //! that reproduces it: handshake lengths, unknown opcodes, auth failure, a successful standalone
-//! check, multi sub-op types, createContainer flags, null data, system nodes.
+//! check, multi sub-op types, createContainer flags, null data, system nodes, and what `cons`
+//! and the watch dumps list.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use testkeeper_tests::env::zookeeper_installed;
-use testkeeper_tests::{require_external, TestkeeperProcess, ZooKeeperProcess};
+use testkeeper_tests::{four_letter_word, require_external, TestkeeperProcess, ZooKeeperProcess};
 use testkeeper_wire::client::{Client, ConnectOptions};
 use testkeeper_wire::records::children::GetChildrenRequest;
 use testkeeper_wire::records::create::{create_mode, CreateRequest};
@@ -30,10 +31,28 @@ impl<F: std::future::Future> Bounded for F {}
 /// What one probe saw, in a form both servers must agree on.
 async fn probe(addr: SocketAddr) -> Vec<String> {
     let mut out = Vec::new();
+    // Four-letter words on an idle server: `cons` lists the asking connection itself, and the
+    // watch dumps of an empty table are one newline.
+    for word in ["cons", "wchc", "wchp"] {
+        out.push(format!(
+            "idle {word} -> {:?}",
+            normalized(&four_letter_word(addr, word, Duration::from_secs(10)).unwrap())
+        ));
+    }
     let opts = |read_only| ConnectOptions { read_only, ..ConnectOptions::default() };
     let c44 = Client::connect(addr, opts(None)).bounded(line!()).await.unwrap();
     let c45 = Client::connect(addr, opts(Some(false))).bounded(line!()).await.unwrap();
     out.push(format!("handshake 44->{} 45->{}", c44.handshake_len(), c45.handshake_len()));
+    // The watch dumps show the data-watch table only (a child watch is counted by mntr, not
+    // listed).
+    c44.get_data("/", true).bounded(line!()).await.unwrap();
+    c44.exists("/none", true).bounded(line!()).await.unwrap();
+    c44.get_children("/zookeeper", true).bounded(line!()).await.unwrap();
+    for word in ["wchc", "wchp", "wchs"] {
+        let text = normalized(&four_letter_word(addr, word, Duration::from_secs(10)).unwrap());
+        out.push(format!("{word} -> {:?}", sorted_lines(&text)));
+    }
+    drop(c44);
 
     // Unknown opcode: reply UNIMPLEMENTED with zxid -1, then the connection closes.
     let unknown = raw_unknown_op(addr).bounded(line!()).await;
@@ -135,6 +154,31 @@ async fn probe(addr: SocketAddr) -> Vec<String> {
     out
 }
 
+/// A four-letter answer with what differs between servers by nature (ports, session ids)
+/// replaced by `N`.
+fn normalized(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("127.0.0.1:").map(|i| i + 10).into_iter().chain(rest.find("0x").map(|i| i + 2)).min()
+    {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        let digits = tail.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(tail.len());
+        out.push_str(if digits > 0 { "N" } else { "" });
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The lines of a watch dump, sorted: ZooKeeper lists a `HashMap`'s order, testkeeper sorts
+/// (docs/flavors.md).
+fn sorted_lines(text: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines.join("|")
+}
+
 /// Sends opcode 12345 on a raw connection (after a proper handshake) and reports the reply.
 async fn raw_unknown_op(addr: SocketAddr) -> String {
     let c = Client::connect(addr, ConnectOptions::default()).await.unwrap();
@@ -189,6 +233,10 @@ fn measured_zookeeper_behaviours_hold_on_both_servers() {
         "create (not createTTL) with a TTL mode -> Some(-8)",
         "null data reads back Ok(true)",
         "/zookeeper/config aversion -1 len 0",
+        r#"idle cons -> " /127.0.0.1:N[0](queued=0,recved=1,sent=0)\n\n""#,
+        r#"idle wchc -> "\n""#,
+        r#"wchc -> "|\t/|\t/none|0xN""#,
+        r#"wchs -> "1 connections watching 2 paths|Total watches:2""#,
     ];
     for line in expect {
         assert!(want.iter().any(|l| l == line), "ZooKeeper no longer shows {line:?}: {want:?}");

@@ -23,7 +23,7 @@ pub async fn command(State(shared): State<Arc<Shared>>, Path(word): Path<String>
     if !fourlw::is_known(shared.cfg.flavor, &word) {
         return (StatusCode::NOT_FOUND, format!("unknown command '{word}'\n")).into_response();
     }
-    match fourlw::answer(&shared, &word) {
+    match fourlw::answer(&shared, &word, None) {
         Some(text) => text.into_response(),
         None => (StatusCode::FORBIDDEN, format!("command '{word}' is not in the four-letter-word allow list\n"))
             .into_response(),

@@ -70,7 +70,7 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
     }
     let first: [u8; 4] = buf[..4].try_into().expect("four bytes");
     if let Some(word) = four_letter_word(&first).filter(|w| fourlw::is_known(shared.cfg.flavor, w)) {
-        let answer = fourlw::answer(&shared, word);
+        let answer = fourlw::answer(&shared, word, Some(peer));
         if let Some(text) = answer {
             let _ = stream.write_all(text.as_bytes()).await;
         } else {
