@@ -4,7 +4,9 @@ mod addr;
 mod bench;
 mod conform;
 mod digest;
+mod proxy;
 mod publish;
+mod replay;
 mod serve;
 
 use std::process::ExitCode;
@@ -38,6 +40,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the conformance suite against a server; diff with a reference or a golden transcript.
     Conform(conform::ConformArgs),
+    /// A ZooKeeper-wire proxy that cross-checks every request against an oracle and can record.
+    Proxy(proxy::ProxyArgs),
+    /// Play a proxy recording against a server and diff the answers.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +75,8 @@ fn main() -> ExitCode {
             Command::Publish(args) => publish::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Conform(args) => conform::run(args).await,
+            Command::Proxy(args) => proxy::run(args).await,
+            Command::Replay(args) => replay::run(args).await,
         }
     });
     match result {

@@ -154,18 +154,18 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
 }
 
 /// SIGINT and SIGTERM, registered up front.
-struct Signals {
+pub(crate) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn install() -> std::io::Result<Signals> {
+    pub(crate) fn install() -> std::io::Result<Signals> {
         use tokio::signal::unix::{signal, SignalKind};
         Ok(Signals { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
     }
 
-    async fn wait(&mut self) {
+    pub(crate) async fn wait(&mut self) {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}

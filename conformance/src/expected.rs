@@ -278,6 +278,15 @@ pub const TABLE: &[KnownDifference] = &[
         keys: &["reply", "err"],
     },
     KnownDifference {
+        id: "close-not-answered",
+        what: "Keeper closes the socket on closeSession without a reply; ZooKeeper answers first.",
+        source: "KeeperTCPHandler (close_xid); measured on ZooKeeper 3.8.0; flavor.rs close_is_answered",
+        scenarios: NONE,
+        ops: &["closeSession"],
+        paths: NONE,
+        keys: &["*"],
+    },
+    KnownDifference {
         id: "keeper-4lw-format",
         what: "Keeper's four-letter words have their own keys (srvr/stat: 'ClickHouse Keeper version'; dirs: snapshot_dir_size, log_dir_size).",
         source: "ClickHouse FourLetterCommand.cpp; ZooKeeper FourLetterCommands",

@@ -12,17 +12,21 @@
 //! - `reply`, `transcript`: replies as JSON; the JSON-lines format and its normalization.
 //! - `diff`, `expected`: comparing transcripts; the known Keeper/ZooKeeper differences.
 //! - `report`: the report structure and its renderings.
-//! - `proxy`, `replay`: the ZooKeeper-wire proxy that cross-checks real traffic against an
-//!   oracle and records it, and the replay of a recording against any server.
+//! - `proxy`, `replay`, `op_text`: the ZooKeeper-wire proxy that cross-checks real traffic
+//!   against an oracle and records it, the replay of a recording against any server, and
+//!   requests in the catalogue's text form.
 
 mod acl_spec;
 pub mod catalogue;
 pub mod diff;
 pub mod expected;
+pub mod op_text;
 pub mod ops;
 pub mod parse;
 mod probes;
+pub mod proxy;
 mod race;
+pub mod replay;
 pub mod reply;
 pub mod report;
 pub mod runner;
@@ -242,18 +246,23 @@ impl Admin {
     }
 }
 
+/// A server's flavor as its system nodes tell: `keeper` when `/keeper/api_version` exists.
+///
+/// # Errors
+/// The server cannot be reached.
+pub async fn detect_flavor(addr: SocketAddr) -> Result<String, String> {
+    let c = Client::connect(addr, ConnectOptions::default()).await.map_err(|e| format!("connect {addr}: {e}"))?;
+    let keeper = matches!(c.exists("/keeper/api_version", false).await, Ok(Some(_)));
+    let _ = c.close().await;
+    Ok(if keeper { "keeper" } else { "zookeeper" }.to_string())
+}
+
 /// Flavor (from the system nodes unless given) and version (from `srvr`, else `envi`).
 async fn server_info(ep: &Endpoint, flavor: Option<String>) -> Result<ServerInfo, String> {
     let addr = ep.nodes[0];
     let flavor = match flavor {
         Some(f) => f,
-        None => {
-            let c =
-                Client::connect(addr, ConnectOptions::default()).await.map_err(|e| format!("connect {addr}: {e}"))?;
-            let keeper = matches!(c.exists("/keeper/api_version", false).await, Ok(Some(_)));
-            let _ = c.close().await;
-            if keeper { "keeper" } else { "zookeeper" }.to_string()
-        }
+        None => detect_flavor(addr).await?,
     };
     let mut version = String::from("version unknown (srvr and envi not answered)");
     for word in ["srvr", "envi"] {

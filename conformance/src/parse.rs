@@ -106,13 +106,7 @@ pub fn step(line: &str) -> Result<Step, String> {
         }
         "raw" => {
             let body = t.kv.get("body").copied().unwrap_or("");
-            if body.len() % 2 != 0 {
-                return Err(format!("body '{body}' is not hex bytes"));
-            }
-            let body = (0..body.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&body[i..i + 2], 16).map_err(|_| format!("body '{body}' is not hex")))
-                .collect::<Result<_, _>>()?;
+            let body = crate::proxy::record::unhex(body).map_err(|e| format!("body '{body}': {e}"))?;
             Ok(Step::Raw { op: t.num("op")? as i32, body })
         }
         "race" => race(&t),

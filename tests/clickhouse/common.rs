@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //! * [`Target`]: the server ClickHouse talks to (testkeeper in a flavor, or
-//!   Apache ZooKeeper 3.8 as the reference);
+//!   Apache ZooKeeper 3.8 as the reference, or ZooKeeper behind `testkeeper proxy`
+//!   with an oracle cross-checking every request);
 //! * [`WireLog`]: the logging proxy `zk_wire_log.py` in front of it, which
 //!   records each request's opcode and its reply's error code;
 //! * [`dump_tree`] / [`tree_diff`]: the znodes ClickHouse left behind
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use testkeeper_tests::env::{repo_root, testkeeper_bin, venv_python};
 use testkeeper_tests::process::{run_bounded, ServerChild};
+use testkeeper_tests::proxy::{ProxyProcess, ProxyResult};
 use testkeeper_tests::{TestkeeperProcess, ZooKeeperProcess};
 
 /// Upper bound for one `zktree.py` dump (a few hundred znodes take < 2 s).
@@ -66,6 +68,16 @@ pub fn assert_testkeeper_built() {
 pub enum Target {
     Testkeeper(TestkeeperProcess),
     ZooKeeper(ZooKeeperProcess),
+    /// Apache ZooKeeper 3.8 behind `testkeeper proxy` (its oracle: embedded, or the given
+    /// testkeeper); clients connect to the proxy.
+    Proxied(Box<Proxied>),
+}
+
+/// ZooKeeper, the proxy in front of it, and the oracle the proxy was given (if not embedded).
+pub struct Proxied {
+    zk: ZooKeeperProcess,
+    proxy: ProxyProcess,
+    _oracle: Option<TestkeeperProcess>,
 }
 
 impl Target {
@@ -77,10 +89,23 @@ impl Target {
         Target::ZooKeeper(ZooKeeperProcess::start())
     }
 
+    /// ZooKeeper behind the proxy, cross-checked by an embedded zookeeper-flavor testkeeper,
+    /// or (`oracle_args`) by a `testkeeper serve` started with those arguments.
+    pub fn proxied_zookeeper(oracle_args: Option<&[&str]>) -> Self {
+        let zk = ZooKeeperProcess::start();
+        let oracle = oracle_args.map(TestkeeperProcess::start);
+        let proxy = match &oracle {
+            Some(o) => ProxyProcess::start(&zk.connect_string(), &["--oracle", &o.connect_string()]),
+            None => ProxyProcess::start(&zk.connect_string(), &[]),
+        };
+        Target::Proxied(Box::new(Proxied { zk, proxy, _oracle: oracle }))
+    }
+
     pub fn connect_string(&self) -> String {
         match self {
             Target::Testkeeper(t) => t.connect_string(),
             Target::ZooKeeper(z) => z.connect_string(),
+            Target::Proxied(p) => p.proxy.addr().to_string(),
         }
     }
 
@@ -88,6 +113,7 @@ impl Target {
         match self {
             Target::Testkeeper(t) => t.four_letter_word(word),
             Target::ZooKeeper(z) => z.four_letter_word(word),
+            Target::Proxied(p) => p.zk.four_letter_word(word),
         }
     }
 
@@ -95,6 +121,15 @@ impl Target {
         match self {
             Target::Testkeeper(t) => t.log_tail(n),
             Target::ZooKeeper(z) => z.log_tail(n),
+            Target::Proxied(p) => p.zk.log_tail(n),
+        }
+    }
+
+    /// Stops the proxy of a proxied target and returns what it reported.
+    pub fn stop_proxy(self) -> Option<ProxyResult> {
+        match self {
+            Target::Proxied(p) => Some(p.proxy.stop()),
+            _ => None,
         }
     }
 

@@ -11,7 +11,9 @@ use testkeeper_tests::free_port;
 use testkeeper_tests::process::{run_bounded, ServerChild};
 
 use super::common;
-use super::{CLICKHOUSE_CLIENT, CLICKHOUSE_SERVER, DDL_TIMEOUT_SECS, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT};
+use super::server18_workload::{
+    CLICKHOUSE_CLIENT, CLICKHOUSE_SERVER, DDL_TIMEOUT_SECS, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT,
+};
 
 /// A clickhouse-server in the foreground, SIGTERMed (then SIGKILLed) by PID.
 pub struct ClickHouseServer {

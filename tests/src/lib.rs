@@ -13,6 +13,7 @@
 //! * [`zookeeper`]: a throwaway standalone ZooKeeper server;
 //! * [`zookeeper_ensemble`]: a throwaway 3-server ZooKeeper ensemble;
 //! * [`testkeeper`]: a throwaway `testkeeper serve` process;
+//! * [`proxy`]: a throwaway `testkeeper proxy` in front of a server, and `replay`;
 //! * [`foreign`]: someone else's data on a server, and a snapshot to show it is untouched;
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
 //! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server.
@@ -26,6 +27,7 @@ pub mod foreign;
 pub mod kazoo;
 pub mod net;
 pub mod process;
+pub mod proxy;
 pub mod testkeeper;
 pub mod zookeeper;
 pub mod zookeeper_ensemble;

@@ -50,6 +50,25 @@ impl TestkeeperProcess {
     /// Like [`try_start`](Self::try_start) with an explicit binary path
     /// (a release build, or a stand-in in this module's own tests).
     pub fn try_start_bin(bin: &Path, args: &[&str]) -> Result<Self, String> {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let (server, addr, dir) = spawn_announcing(bin, &all, LISTENING_PREFIX)?;
+        Ok(Self { server, addr, dir })
+    }
+}
+
+/// Runs `bin args...`, with stdout and stderr going to a log in a temp dir, and waits for
+/// the stdout line `<prefix><addr>`; shared by `serve` and `proxy`.
+///
+/// # Errors
+/// The binary is missing, exits early, or does not announce within the startup timeout; the
+/// message carries the log tail.
+pub fn spawn_announcing(
+    bin: &Path,
+    args: &[&str],
+    prefix: &'static str,
+) -> Result<(ServerChild, SocketAddr, TempDir), String> {
+    {
         if !bin.is_file() {
             return Err(format!(
                 "testkeeper binary not found at {}: build it first with \
@@ -72,7 +91,7 @@ impl TestkeeperProcess {
             .map_err(|e| format!("creating {}: {e}", log.display()))?;
 
         let mut cmd = Command::new(bin);
-        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        cmd.args(args);
         cmd.env("RUST_BACKTRACE", "1");
         let mut child = cmd
             .stdin(Stdio::null())
@@ -83,8 +102,8 @@ impl TestkeeperProcess {
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut server = ServerChild::from_child("testkeeper", child, &log);
 
-        let ready = forward_stdout(stdout, &log);
-        let command_line = format!("{} serve --listen 127.0.0.1:0 {}", bin.display(), args.join(" "));
+        let ready = forward_stdout(stdout, &log, prefix);
+        let command_line = format!("{} {}", bin.display(), args.join(" "));
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         loop {
             match ready.recv_timeout(Duration::from_millis(100)) {
@@ -93,14 +112,14 @@ impl TestkeeperProcess {
                         .trim()
                         .parse::<SocketAddr>()
                         .map_err(|e| format!("`{command_line}` printed an unparsable address {line:?}: {e}"))?;
-                    return Ok(Self { server, addr, dir });
+                    return Ok((server, addr, dir));
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     // stdout closed without the line: it exited or is exiting.
                     std::thread::sleep(Duration::from_millis(200));
                     return Err(format!(
                         "`{command_line}` closed stdout without printing \
-                         `{LISTENING_PREFIX}<addr>`: {}",
+                         `{prefix}<addr>`: {}",
                         server.describe(40)
                     ));
                 }
@@ -108,14 +127,16 @@ impl TestkeeperProcess {
             }
             if server.exited().is_some() || Instant::now() >= deadline {
                 return Err(format!(
-                    "`{command_line}` did not print `{LISTENING_PREFIX}<addr>` within \
+                    "`{command_line}` did not print `{prefix}<addr>` within \
                      {STARTUP_TIMEOUT:?}: {}",
                     server.describe(40)
                 ));
             }
         }
     }
+}
 
+impl TestkeeperProcess {
     /// The address it listens on (from its readiness line).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -148,7 +169,7 @@ impl TestkeeperProcess {
 /// Copies the child's stdout into `log` (so logging after startup can never
 /// fill the pipe and block the server) and sends the address from the first
 /// readiness line over the returned channel.
-fn forward_stdout(stdout: std::process::ChildStdout, log: &Path) -> mpsc::Receiver<String> {
+fn forward_stdout(stdout: std::process::ChildStdout, log: &Path, prefix: &'static str) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     let mut sink = File::options().append(true).open(log).ok();
     std::thread::spawn(move || {
@@ -158,7 +179,7 @@ fn forward_stdout(stdout: std::process::ChildStdout, log: &Path) -> mpsc::Receiv
             if let Some(sink) = sink.as_mut() {
                 let _ = writeln!(sink, "{line}");
             }
-            if let Some(addr) = line.strip_prefix(LISTENING_PREFIX) {
+            if let Some(addr) = line.strip_prefix(prefix) {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(addr.to_string());
                 }
