@@ -8,6 +8,7 @@ mod proxy;
 mod publish;
 mod replay;
 mod serve;
+mod serve_storage;
 
 use std::process::ExitCode;
 
@@ -30,7 +31,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the server (in memory) until SIGINT/SIGTERM.
+    /// Run the server (in memory, or on a data directory) until SIGINT/SIGTERM.
     Serve(serve::ServeArgs),
     /// Walk a server's tree and print its Keeper digest and a server-independent content digest.
     Digest(digest::DigestArgs),

@@ -58,6 +58,8 @@ pub struct ServeArgs {
     /// /api/v1/faults); port 0 picks a free port (the real one is printed on stderr).
     #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub http: Option<SocketAddr>,
+    #[command(flatten)]
+    pub storage: crate::serve_storage::StorageArgs,
 }
 
 /// Checks a `--fault` rule at flag-parsing time, so a typo stops the server from starting.
@@ -111,6 +113,7 @@ impl ServeArgs {
         cfg.digest_enabled = !self.no_digest;
         cfg.digest_check_on_commit = self.digest_check_on_commit;
         cfg.seed = self.seed.unwrap_or_else(rand_seed);
+        self.storage.apply(&mut cfg);
         Ok(cfg)
     }
 }
@@ -131,7 +134,14 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     // "listening" line must stop us cleanly, not kill us with the default action.
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let (flavor, seed) = (cfg.flavor, cfg.seed);
-    let mut server = TestKeeper::start(cfg).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let data_dir = cfg.data_dir.clone();
+    let mut server = TestKeeper::start(cfg).await.map_err(|e| match &data_dir {
+        // Recovery errors name the file, the index and what differed; nothing was changed.
+        Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => {
+            format!("refusing to start: data directory {} does not recover: {e}", dir.display())
+        }
+        _ => format!("cannot listen on {}: {e}", args.listen),
+    })?;
     info!(%flavor, seed, "testkeeper started (seed {seed})");
     for rule in &args.faults {
         let id = server.add_fault(rule)?;

@@ -55,29 +55,89 @@ impl<'a> DigestInput<'a> {
 
 /// The digest of one node. Never 0: Keeper (V4+) maps 0 to 1 so 0 can mean "not computed".
 pub fn node_digest(n: &DigestInput<'_>) -> u64 {
-    let mut h = SipHasher24::new_with_keys(0, 0);
-    h.write(n.path.as_bytes());
-    if !n.data.is_empty() {
-        h.write(n.data);
+    DigestPrefix::new(n.path, n.data).finish(&StatFields::of(n))
+}
+
+/// The fields after the path and data, in the formula's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatFields {
+    pub czxid: i64,
+    pub mzxid: i64,
+    pub ctime: i64,
+    pub mtime: i64,
+    pub version: i32,
+    pub cversion: i32,
+    pub aversion: i32,
+    pub ephemeral_owner: i64,
+    pub num_children: i32,
+    pub pzxid: i64,
+    pub ttl: i64,
+}
+
+impl StatFields {
+    fn of(n: &DigestInput<'_>) -> StatFields {
+        StatFields {
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            version: n.version,
+            cversion: n.cversion,
+            aversion: n.aversion,
+            ephemeral_owner: n.ephemeral_owner,
+            num_children: n.num_children,
+            pzxid: n.pzxid,
+            ttl: n.ttl,
+        }
     }
-    h.write(&n.czxid.to_le_bytes());
-    h.write(&n.mzxid.to_le_bytes());
-    h.write(&n.ctime.to_le_bytes());
-    h.write(&n.mtime.to_le_bytes());
-    h.write(&n.version.to_le_bytes());
-    h.write(&n.cversion.to_le_bytes());
-    h.write(&n.aversion.to_le_bytes());
-    h.write(&n.ephemeral_owner.to_le_bytes());
-    h.write(&n.num_children.to_le_bytes());
-    h.write(&n.pzxid.to_le_bytes());
-    let is_ttl = n.ttl > 0;
-    h.write(&[u8::from(is_ttl)]);
-    if is_ttl {
-        h.write(&n.ttl.to_le_bytes());
+}
+
+/// The hash state after a node's path and data: a write that changes only the stat (a
+/// parent's cversion, a version bump) finishes it twice, for the old digest and the new, and
+/// never hashes the path and data again.
+#[derive(Debug, Clone)]
+pub struct DigestPrefix(SipHasher24);
+
+impl DigestPrefix {
+    /// The state after `path` and `data` (empty data is skipped, as Keeper does).
+    pub fn new(path: &str, data: &[u8]) -> DigestPrefix {
+        let mut h = SipHasher24::new_with_keys(0, 0);
+        h.write(path.as_bytes());
+        if !data.is_empty() {
+            h.write(data);
+        }
+        DigestPrefix(h)
     }
-    match h.finish() {
-        0 => 1,
-        d => d,
+
+    /// The node's digest with these stat fields.
+    pub fn finish(&self, s: &StatFields) -> u64 {
+        // One write of the fixed-size fields: the formula is one byte string, and a write per
+        // field costs a buffer round trip each.
+        let mut b = [0u8; 73];
+        b[0..8].copy_from_slice(&s.czxid.to_le_bytes());
+        b[8..16].copy_from_slice(&s.mzxid.to_le_bytes());
+        b[16..24].copy_from_slice(&s.ctime.to_le_bytes());
+        b[24..32].copy_from_slice(&s.mtime.to_le_bytes());
+        b[32..36].copy_from_slice(&s.version.to_le_bytes());
+        b[36..40].copy_from_slice(&s.cversion.to_le_bytes());
+        b[40..44].copy_from_slice(&s.aversion.to_le_bytes());
+        b[44..52].copy_from_slice(&s.ephemeral_owner.to_le_bytes());
+        b[52..56].copy_from_slice(&s.num_children.to_le_bytes());
+        b[56..64].copy_from_slice(&s.pzxid.to_le_bytes());
+        let is_ttl = s.ttl > 0;
+        b[64] = u8::from(is_ttl);
+        let len = if is_ttl {
+            b[65..73].copy_from_slice(&s.ttl.to_le_bytes());
+            73
+        } else {
+            65
+        };
+        let mut h = self.0;
+        h.write(&b[..len]);
+        match h.finish() {
+            0 => 1,
+            d => d,
+        }
     }
 }
 

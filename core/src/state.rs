@@ -1,14 +1,11 @@
-//! The deterministic state machine: the tree, the session table and the zxid. `prepare` decides
-//! (in `prepare/`), `apply` (in `apply.rs`) is the only mutator. No clock, socket or randomness
-//! is read here: time and ids arrive in the entry.
+//! The committed, replicated state: the tree, the session table, the zxid and the index of the
+//! last applied entry. Its fields are private: [`crate::propose`] decides changes against it,
+//! and `State::apply` (in `apply/`) is the only code that changes it. No clock, socket or
+//! randomness is read here: time and ids arrive in the entry.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use testkeeper_wire::Acl;
 
 use super::flavor::Rules;
-use super::node::AclList;
 use super::tree::Tree;
 
 /// A session as the state machine knows it.
@@ -33,51 +30,63 @@ pub struct StateOptions {
 /// The replicated state.
 #[derive(Debug, Clone)]
 pub struct State {
-    pub rules: Rules,
-    pub tree: Tree,
-    pub sessions: BTreeMap<i64, SessionInfo>,
+    pub(crate) rules: Rules,
+    pub(crate) tree: Tree,
+    pub(crate) sessions: BTreeMap<i64, SessionInfo>,
     /// zxid of the last applied entry.
-    pub zxid: i64,
+    pub(crate) zxid: i64,
     /// The id the next created session gets.
-    pub next_session_id: i64,
-    /// Index of the last applied entry.
-    pub last_index: u64,
+    pub(crate) next_session_id: i64,
+    /// Index and term of the last applied entry.
+    pub(crate) last_index: u64,
+    pub(crate) last_term: u64,
 }
 
 impl State {
-    /// A fresh state with the flavor's system nodes.
+    /// A fresh state with the flavor's system nodes (built by `apply::genesis`, the only other
+    /// place besides `apply` that may change a tree).
     pub fn new(opts: &StateOptions) -> State {
-        let open: AclList = Arc::new(Acl::open());
-        let mut tree = Tree::new(opts.digest_enabled, &open);
-        let rules = &opts.rules;
-        if rules.keeper_system_nodes {
-            tree.insert_system("/keeper", b"", &open);
-            tree.insert_system("/keeper/api_version", &opts.api_version, &open);
-            tree.insert_system("/keeper/feature_flags", &opts.feature_flags, &open);
-        }
-        tree.insert_system("/zookeeper", b"", &open);
-        tree.insert_system("/zookeeper/quota", b"", &open);
-        if rules.zookeeper_config_node {
-            tree.insert_system("/zookeeper/config", &opts.zookeeper_config, &Arc::new(Acl::read_only()));
-            // ZooKeeper creates the config node with aversion -1 (measured on 3.8.0).
-            tree.modify("/zookeeper/config", |n| n.stat.aversion = -1);
-        }
-        // ZooKeeper's visible cversion is 2*creates - children: system children were added
-        // without a create, so a fresh /zookeeper reads -2 and a fresh root -1.
-        let zk_counting = rules.root_initial_cversion < 0;
-        if zk_counting {
-            let n = tree.get("/zookeeper").map_or(0, |n| n.num_children() as i32);
-            tree.modify("/zookeeper", |node| node.stat.cversion = -n);
-        }
-        tree.modify("/", |node| node.stat.cversion = rules.root_initial_cversion);
-        State {
-            rules: rules.clone(),
-            tree,
-            sessions: BTreeMap::new(),
-            zxid: 0,
-            next_session_id: rules.first_session_id,
-            last_index: 0,
-        }
+        super::apply::genesis(opts)
+    }
+
+    /// The flavor's behaviour switches.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The committed tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// Live sessions with their timeouts, by id.
+    pub fn sessions(&self) -> &BTreeMap<i64, SessionInfo> {
+        &self.sessions
+    }
+
+    /// zxid of the last applied entry.
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    /// The id the next created session gets.
+    pub fn next_session_id(&self) -> i64 {
+        self.next_session_id
+    }
+
+    /// Index of the last applied entry (0 before any).
+    pub fn last_index(&self) -> u64 {
+        self.last_index
+    }
+
+    /// Term of the last applied entry (0 before any).
+    pub fn last_term(&self) -> u64 {
+        self.last_term
+    }
+
+    /// The tree digest kept incrementally (0 when the digest is off).
+    pub fn digest(&self) -> u64 {
+        self.tree.digest()
     }
 
     /// Whether `path` is a system node that clients may not delete.

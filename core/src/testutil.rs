@@ -1,4 +1,4 @@
-//! Test harness for the core: drives prepare and apply directly, with a fake clock and no
+//! Test harness for the core: drives the proposer and apply directly, with a fake clock and no
 //! network, and keeps the log so tests can replay it.
 
 use testkeeper_wire::records::create::CreateRequest;
@@ -6,16 +6,16 @@ use testkeeper_wire::records::data::{DeleteRequest, SetDataRequest};
 use testkeeper_wire::{Acl, CreateOp, OpCode, Request};
 
 use super::acl::AuthId;
-use super::apply::{Applied, Outcome};
-use super::digest::DIGEST_VERSION;
+use super::apply::{Applied, DigestMismatch, Outcome};
 use super::flavor::{Flavor, Rules};
-use super::prepare::Ctx;
+use super::propose::{Decide, Proposer};
 use super::state::{State, StateOptions};
-use super::txn::{Entry, Txn};
+use super::txn::Entry;
 
-/// A state machine plus the log of everything applied to it.
+/// A state machine, its proposer, and the log of everything applied.
 pub struct Harness {
     pub state: State,
+    pub proposer: Proposer,
     pub log: Vec<Entry>,
     pub now: i64,
     opts: StateOptions,
@@ -30,31 +30,43 @@ impl Harness {
             api_version: b"2".to_vec(),
             zookeeper_config: Vec::new(),
         };
-        Harness { state: State::new(&opts), log: Vec::new(), now: 1_700_000_000_000, opts }
+        let state = State::new(&opts);
+        Harness { proposer: Proposer::new(&state, 1), state, log: Vec::new(), now: 1_700_000_000_000, opts }
     }
 
-    pub fn commit(&mut self, session: i64, txn: Txn) -> Applied {
+    /// Decides the next entry without committing it (pipelining).
+    pub fn propose(&mut self, session: i64, what: Decide<'_>) -> Entry {
         self.now += 1;
-        let consumes = !matches!(txn, Txn::CreateSession { .. }) || self.state.rules.create_session_consumes_zxid;
-        let zxid = self.state.zxid + i64::from(consumes);
-        let mut entry = Entry { index: self.log.len() as u64 + 1, zxid, time_ms: self.now, session, txn, digest: None };
-        let applied = self.state.apply(&entry);
-        entry.digest = Some((DIGEST_VERSION, applied.digest));
+        self.proposer.propose(&self.state, session, self.now, what)
+    }
+
+    /// Commits a proposed entry, in order.
+    pub fn commit(&mut self, entry: Entry) -> Applied {
+        let applied = self.state.apply(&entry).unwrap_or_else(|e| panic!("{e}"));
+        self.proposer.committed(entry.index());
         self.log.push(entry);
         applied
     }
 
+    /// Decides and commits at once, as standalone in-memory mode does.
+    pub fn run(&mut self, session: i64, what: Decide<'_>) -> Applied {
+        let entry = self.propose(session, what);
+        self.commit(entry)
+    }
+
     pub fn session(&mut self) -> i64 {
-        let txn = self.state.prepare_create_session(30_000);
-        match self.commit(0, txn).outcome {
+        match self.run(0, Decide::CreateSession { timeout_ms: 30_000 }).outcome {
             Outcome::SessionCreated(id) => id,
             other => panic!("{other:?}"),
         }
     }
 
+    pub fn close(&mut self, id: i64) -> Applied {
+        self.run(id, Decide::CloseSession { id })
+    }
+
     pub fn write_as(&mut self, session: i64, auth: &[AuthId], req: &Request) -> Applied {
-        let txn = self.state.prepare(req, &Ctx { session, auth });
-        self.commit(session, txn)
+        self.run(session, Decide::Write { req, auth })
     }
 
     pub fn write(&mut self, session: i64, req: &Request) -> Applied {
@@ -62,12 +74,15 @@ impl Harness {
     }
 
     /// Replays the whole log on a fresh state, verifying every entry's digest.
-    pub fn replay(&self) -> State {
+    ///
+    /// # Errors
+    /// The first entry whose digest differs.
+    pub fn replay(&self) -> Result<State, DigestMismatch> {
         let mut s = State::new(&self.opts);
         for e in &self.log {
-            s.apply(e);
+            s.apply(e)?;
         }
-        s
+        Ok(s)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The data tree: nodes in an arena, each parent's child index, indexes of ephemerals,
 //! containers and TTL nodes, and the incrementally kept tree digest.
 //!
-//! Only `apply` (and startup, which creates the system nodes) calls the mutating methods; they
-//! assert the invariants that `prepare` promised, and panic if one is broken.
+//! Only `apply` can call the mutating methods: each takes its [`Mutation`] witness. They
+//! assert the invariants that the proposer promised, and panic if one is broken.
 //!
 //! Nodes live in a slot arena (`arena.rs`) and are found by walking the path from the root
 //! through each parent's hash table of child slots (`Kids`). No full path is stored: a
@@ -19,6 +19,7 @@ use std::hash::BuildHasher;
 use foldhash::fast::FixedState;
 
 use super::acl_table::AclTable;
+use super::apply::Mutation;
 use super::arena::Arena;
 use super::node::{AclList, Kids, Node, NodeKind, NodeStat};
 use super::path;
@@ -214,12 +215,35 @@ impl Tree {
         }
     }
 
+    /// Changes the stat of the node at `path` through `f` and updates the digest, hashing the
+    /// path and data once for the old digest and the new.
+    ///
+    /// # Panics
+    /// When the node does not exist.
+    pub(crate) fn modify_stat(&mut self, _: &Mutation, path: &str, f: impl FnOnce(&mut NodeStat)) {
+        let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: modify of missing node {path}"));
+        self.restat(path, id, |t| f(&mut t.nodes.node_mut(id).stat));
+    }
+
+    /// Runs `f`, which changes only stat fields of the node in slot `id` (its own, its
+    /// children count), and moves the digest by the difference.
+    fn restat(&mut self, path: &str, id: u32, f: impl FnOnce(&mut Tree)) {
+        if !self.digest_enabled {
+            return f(self);
+        }
+        let prefix = self.at(id).digest_prefix(path);
+        let old = prefix.finish(&self.at(id).digest_fields(path));
+        f(self);
+        let new = prefix.finish(&self.at(id).digest_fields(path));
+        self.digest = self.digest.wrapping_sub(old).wrapping_add(new);
+    }
+
     /// Changes the node at `path` through `f` and updates the digest. `f` must not rename
     /// the node (its name is its place in the parent's table).
     ///
     /// # Panics
     /// When the node does not exist: `prepare` promised it did.
-    pub fn modify(&mut self, path: &str, f: impl FnOnce(&mut Node)) {
+    pub(crate) fn modify(&mut self, _: &Mutation, path: &str, f: impl FnOnce(&mut Node)) {
         let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: modify of missing node {path}"));
         let old = self.node_digest(path, id);
         f(self.nodes.node_mut(id));
@@ -230,7 +254,7 @@ impl Tree {
     ///
     /// # Panics
     /// When the node does not exist.
-    pub fn set_acl(&mut self, path: &str, acl: &AclList) {
+    pub(crate) fn set_acl(&mut self, _: &Mutation, path: &str, acl: &AclList) {
         let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: setACL of missing node {path}"));
         let new = self.acls.intern(acl);
         let node = self.nodes.node_mut(id);
@@ -243,8 +267,25 @@ impl Tree {
     ///
     /// # Panics
     /// When the node exists or the parent does not.
-    pub fn insert(&mut self, path: &str, new: NewNode<'_>) {
+    pub(crate) fn insert(&mut self, _: &Mutation, path: &str, new: NewNode<'_>) {
         self.insert_counted(path, new, true);
+    }
+
+    /// Creates a node without counting it in the parent's sequential counter: system nodes at
+    /// startup, and nodes restored from a snapshot (whose counters are restored as stored).
+    pub(crate) fn insert_uncounted(&mut self, _: &Mutation, path: &str, new: NewNode<'_>) {
+        self.insert_counted(path, new, false);
+    }
+
+    /// Restores the sequential-suffix counter of the node at `path`.
+    ///
+    /// # Panics
+    /// When the node does not exist.
+    pub(crate) fn set_seq(&mut self, _: &Mutation, path: &str, seq: i64) {
+        let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: counter of missing node {path}"));
+        if seq != 0 || self.kids.contains_key(&id) {
+            self.kids.entry(id).or_default().seq = seq;
+        }
     }
 
     fn insert_counted(&mut self, path: &str, new: NewNode<'_>, seq: bool) {
@@ -252,7 +293,6 @@ impl Tree {
         let (parent, name) = path::split(path).unwrap_or_else(|| panic!("invariant: insert of root"));
         let pid = self.id_of(parent).unwrap_or_else(|| panic!("invariant: parent of {path} missing"));
         assert!(self.child_id(pid, name).is_none(), "invariant: {path} already a child");
-        let parent_old = self.node_digest(parent, pid);
         let node = Node::new(name, data, self.acls.intern(acl), stat, NodeKind::of_owner(owner));
         let (ephemeral, container) = (node.is_ephemeral(), node.is_container());
         let id = self.nodes.insert(node);
@@ -260,11 +300,12 @@ impl Tree {
             self.owners.insert(id, owner);
         }
         self.len += 1;
-        let nodes = &self.nodes;
-        let kids = self.kids.entry(pid).or_default();
-        kids.table.insert_unique(name_hash(name), id, |&c| name_hash(nodes.node(c).name()));
-        kids.seq += i64::from(seq);
-        self.redigest(parent, pid, parent_old);
+        self.restat(parent, pid, |t| {
+            let nodes = &t.nodes;
+            let kids = t.kids.entry(pid).or_default();
+            kids.table.insert_unique(name_hash(name), id, |&c| name_hash(nodes.node(c).name()));
+            kids.seq += i64::from(seq);
+        });
         if ephemeral {
             self.ephemerals.entry(owner).or_default().insert(path.into());
         }
@@ -281,21 +322,23 @@ impl Tree {
     ///
     /// # Panics
     /// When the node is missing or has children.
-    pub fn remove(&mut self, path: &str) -> Node {
+    pub(crate) fn remove(&mut self, _: &Mutation, path: &str) -> Node {
         let found = path::split(path).and_then(|(parent, name)| {
             let pid = self.id_of(parent)?;
             Some((parent, name, pid, self.child_id(pid, name)?))
         });
         let (parent, name, pid, id) = found.unwrap_or_else(|| panic!("invariant: delete of missing node {path}"));
         assert_eq!(self.at(id).num_children(), 0, "invariant: delete of non-empty node {path}");
-        let (old, parent_old) = (self.node_digest(path, id), self.node_digest(parent, pid));
-        let nodes = &self.nodes;
-        let kids = self.kids.get_mut(&pid).expect("invariant: a parent of a child has a child index");
-        let entry = kids.table.find_entry(name_hash(name), |&c| nodes.node(c).name() == name);
-        entry.unwrap_or_else(|_| panic!("invariant: {path} is in its parent's index")).remove();
-        if kids.table.is_empty() && kids.seq == 0 {
-            self.kids.remove(&pid);
-        }
+        let old = self.node_digest(path, id);
+        self.restat(parent, pid, |t| {
+            let nodes = &t.nodes;
+            let kids = t.kids.get_mut(&pid).expect("invariant: a parent of a child has a child index");
+            let entry = kids.table.find_entry(name_hash(name), |&c| nodes.node(c).name() == name);
+            entry.unwrap_or_else(|_| panic!("invariant: {path} is in its parent's index")).remove();
+            if kids.table.is_empty() && kids.seq == 0 {
+                t.kids.remove(&pid);
+            }
+        });
         // The node's own (empty) index goes with it: its sequential counter must not pass to
         // whatever node takes the slot next.
         self.kids.remove(&id);
@@ -303,7 +346,6 @@ impl Tree {
         self.len -= 1;
         self.acls.release(node.acl);
         self.digest = self.digest.wrapping_sub(old);
-        self.redigest(parent, pid, parent_old);
         if node.is_ephemeral() {
             let owner = self.owners.remove(&id).expect("invariant: an ephemeral's owner is kept");
             if let Some(set) = self.ephemerals.get_mut(&owner) {
@@ -318,13 +360,6 @@ impl Tree {
         }
         self.ttls.remove(path);
         node
-    }
-
-    /// Startup only: inserts a system node with an all-zero stat, leaving the parent's stat and
-    /// sequential counter alone (ZooKeeper and Keeper add them without counting a child change).
-    pub fn insert_system(&mut self, path: &str, data: &[u8], acl: &AclList) {
-        let new = NewNode { data: Some(data), acl, stat: NodeStat::default(), owner: 0, ttl: 0 };
-        self.insert_counted(path, new, false);
     }
 }
 

@@ -1,7 +1,8 @@
 //! The closed set of changes `prepare` can decide and `apply` can carry out, and the log entry.
 //!
 //! Everything nondeterministic is already decided here: final paths (sequential suffixes),
-//! owners, versions, the parent's new cversion, session ids. The entry adds the zxid and time.
+//! owners, versions, the parent's new cversion, session ids. The entry adds the index, the zxid,
+//! the time and the digest after the change.
 
 use testkeeper_wire::ZkError;
 
@@ -55,6 +56,31 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The request type, as Keeper's log messages name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Create(_) => "Create",
+            Op::Delete { .. } => "Remove",
+            Op::DeleteMany { .. } => "RemoveRecursive",
+            Op::SetData { .. } => "Set",
+            Op::SetAcl { .. } => "SetACL",
+            Op::Check { .. } => "Check",
+            Op::Nothing { .. } => "Nothing",
+        }
+    }
+
+    /// The path the op reports (for a subtree delete: its root, removed last).
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Create(c) => &c.path,
+            Op::DeleteMany { paths } => paths.last().map_or("/", String::as_str),
+            Op::Delete { path } | Op::SetData { path, .. } | Op::SetAcl { path, .. } => path,
+            Op::Check { path } | Op::Nothing { path } => path,
+        }
+    }
+}
+
 /// What an entry does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Txn {
@@ -70,16 +96,68 @@ pub enum Txn {
     CloseSession { id: i64, ephemerals: Vec<String> },
 }
 
-/// One entry of the log: the unit that `apply` consumes and replay repeats.
+/// One entry of the log: the unit that `apply` consumes and replay repeats. Entries are made in
+/// exactly one place, [`crate::propose::Proposer::propose`] (and read back by the codec), so
+/// their fields are visible only inside the core.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    pub index: u64,
-    pub zxid: i64,
+    pub(crate) index: u64,
+    /// The Raft term the entry was proposed in (1 in standalone mode).
+    pub(crate) term: u64,
+    pub(crate) zxid: i64,
     /// Leader-assigned time in ms since the epoch.
-    pub time_ms: i64,
+    pub(crate) time_ms: i64,
     /// The session that issued the request (0 for internal requests).
-    pub session: i64,
-    pub txn: Txn,
-    /// (digest version, tree digest after apply), filled in by whoever applied it first.
-    pub digest: Option<(u8, u64)>,
+    pub(crate) session: i64,
+    pub(crate) txn: Txn,
+    /// (digest version, tree digest after this entry), decided by the proposer; `None` when
+    /// the digest is off.
+    pub(crate) digest: Option<(u8, u64)>,
+}
+
+impl Entry {
+    /// The log index.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// The Raft term it was proposed in.
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
+    /// The zxid it takes.
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    /// Its time, ms since the epoch.
+    pub fn time_ms(&self) -> i64 {
+        self.time_ms
+    }
+
+    /// The session that issued it (0 for internal requests).
+    pub fn session(&self) -> i64 {
+        self.session
+    }
+
+    /// What it does.
+    pub fn txn(&self) -> &Txn {
+        &self.txn
+    }
+
+    /// (digest version, tree digest after the entry), if the digest is on.
+    pub fn digest(&self) -> Option<(u8, u64)> {
+        self.digest
+    }
+
+    /// Fault injection only: the same entry carrying a wrong digest, as ClickHouse's
+    /// `keeper_leader_sets_invalid_digest` failpoint makes a leader write. Every replica that
+    /// applies it must stop.
+    pub fn with_invalid_digest(mut self) -> Entry {
+        if let Some((v, d)) = self.digest {
+            self.digest = Some((v, d ^ 0x5a5a_5a5a_5a5a_5a5a));
+        }
+        self
+    }
 }

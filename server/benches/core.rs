@@ -1,5 +1,5 @@
 //! Criterion micro-benchmarks of the hot paths under `testkeeper bench`: frame encode/decode,
-//! `prepare` + `apply` of create/set/delete/multi (digest on and off), and watch fan-out.
+//! propose + `apply` of create/set/delete/multi (digest on and off), and watch fan-out.
 //!
 //! Run with `cargo bench -p testkeeper-server --bench core`; measurement times are short so
 //! the whole set finishes in about a minute on a 2-core machine. Numbers here are for
@@ -11,9 +11,8 @@ use bytes::BytesMut;
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use testkeeper_server::core::apply::Trigger;
 use testkeeper_server::core::flavor::{Flavor, Rules};
-use testkeeper_server::core::prepare::Ctx;
+use testkeeper_server::core::propose::{Decide, Proposer};
 use testkeeper_server::core::state::{State, StateOptions};
-use testkeeper_server::core::txn::Entry;
 use testkeeper_server::core::watches::{WatchKind, Watches};
 use testkeeper_wire::frame::{put_request, split_frame, DEFAULT_MAX_FRAME};
 use testkeeper_wire::jute::{Decode, Reader};
@@ -37,10 +36,10 @@ fn delete(path: &str) -> Request {
     Request::Delete(DeleteRequest { path: path.into(), version: -1 })
 }
 
-/// The state machine driven as the engine drives it: prepare, then apply one entry.
+/// The state machine driven as the engine drives it in memory: propose, then apply one entry.
 struct Machine {
     state: State,
-    index: u64,
+    proposer: Proposer,
     session: i64,
 }
 
@@ -53,10 +52,10 @@ impl Machine {
             api_version: b"2".to_vec(),
             zookeeper_config: Vec::new(),
         };
-        let mut m = Machine { state: State::new(&opts), index: 0, session: 0 };
-        let txn = m.state.prepare_create_session(30_000);
-        m.commit(0, txn);
-        m.session = *m.state.sessions.keys().next().expect("session created");
+        let state = State::new(&opts);
+        let mut m = Machine { proposer: Proposer::new(&state, 1), state, session: 0 };
+        m.run(0, Decide::CreateSession { timeout_ms: 30_000 });
+        m.session = *m.state.sessions().keys().next().expect("session created");
         m.write(&create("/b"));
         for i in 0..nodes {
             m.write(&create(&format!("/b/n{i}")));
@@ -64,16 +63,15 @@ impl Machine {
         m
     }
 
-    fn commit(&mut self, session: i64, txn: testkeeper_server::core::txn::Txn) {
-        self.index += 1;
-        let zxid = self.state.zxid + 1;
-        let entry = Entry { index: self.index, zxid, time_ms: 1_700_000_000_000, session, txn, digest: None };
-        black_box(self.state.apply(&entry));
+    fn run(&mut self, session: i64, what: Decide<'_>) {
+        let entry = self.proposer.propose(&self.state, session, 1_700_000_000_000, what);
+        let applied = self.state.apply(&entry).expect("the digest the proposer decided");
+        self.proposer.committed(entry.index());
+        black_box(applied);
     }
 
     fn write(&mut self, req: &Request) {
-        let txn = self.state.prepare(req, &Ctx { session: self.session, auth: &[] });
-        self.commit(self.session, txn);
+        self.run(self.session, Decide::Write { req, auth: &[] });
     }
 }
 

@@ -1,9 +1,53 @@
 //! Server configuration: everything `testkeeper serve` flags and the embedding API can set.
 
+use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
 
 use crate::core::flavor::Flavor;
 use crate::features::FeatureFlags;
+use crate::log::sim::SimDisk;
+
+/// When an entry counts as durable (Keeper's `force_sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    /// A write is acknowledged only after a flush covers its entry (group commit).
+    #[default]
+    Always,
+    /// A write is acknowledged once appended; the database flushes in the background.
+    Never,
+}
+
+impl FromStr for Fsync {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "always" => Ok(Fsync::Always),
+            "never" => Ok(Fsync::Never),
+            other => Err(format!("unknown fsync mode '{other}' (expected 'always' or 'never')")),
+        }
+    }
+}
+
+impl fmt::Display for Fsync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fsync::Always => "always",
+            Fsync::Never => "never",
+        })
+    }
+}
+
+/// Where a data directory's log lives.
+#[derive(Debug, Clone, Default)]
+pub enum LogBackend {
+    /// A sled database in `DATA_DIR/log`.
+    #[default]
+    Sled,
+    /// A simulated disk (tests): its fsync boundary is known, and a crash loses what is past it.
+    Sim(SimDisk),
+}
 
 /// How the server behaves; `ServerConfig::new(flavor)` gives each flavor's defaults.
 #[derive(Debug, Clone)]
@@ -33,8 +77,20 @@ pub struct ServerConfig {
     pub container_check_ms: u64,
     /// Log entries kept in memory for replay checks (0 = none).
     pub retain_log: usize,
-    /// Seed for everything random (session passwords; faults later).
+    /// Seed for everything random that must replay (fault probabilities).
     pub seed: u64,
+    /// Where the log and snapshots live; `None` = in memory.
+    pub data_dir: Option<PathBuf>,
+    /// With a data dir: when an entry counts as durable.
+    pub fsync: Fsync,
+    /// With a data dir: which log backend.
+    pub log_backend: LogBackend,
+    /// Entries between snapshots (Keeper's `snapshot_distance`).
+    pub snapshot_distance: u64,
+    /// Snapshots kept on disk (Keeper's `snapshots_to_keep`).
+    pub snapshots_to_keep: usize,
+    /// Entries kept in the log below the newest snapshot (Keeper's `reserved_log_items`).
+    pub reserved_log_items: u64,
 }
 
 impl ServerConfig {
@@ -61,6 +117,12 @@ impl ServerConfig {
             container_check_ms: 1_000,
             retain_log: 0,
             seed: 0,
+            data_dir: None,
+            fsync: Fsync::Always,
+            log_backend: LogBackend::Sled,
+            snapshot_distance: 100_000,
+            snapshots_to_keep: 3,
+            reserved_log_items: 100_000,
         }
     }
 

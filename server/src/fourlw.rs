@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use crate::core::digest::DIGEST_VERSION;
 use crate::core::flavor::Flavor;
 use crate::engine::Engine;
-use crate::net::Shared;
+use crate::engine::Shared;
 
 /// Version string both flavors report; kazoo parses the digits of `zookeeper.version=`.
 pub const ZK_VERSION: &str = "3.8.0-testkeeper";
@@ -73,10 +73,7 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
         "conf" => conf(e),
         "cons" => dumps::cons(e, asker),
         "envi" => envi(keeper),
-        // In memory, so both sizes are 0; the key names are each server's (DirsCommand in
-        // ZooKeeper, FourLetterCommand.cpp in Keeper).
-        "dirs" if keeper => "snapshot_dir_size: 0\nlog_dir_size: 0\n".into(),
-        "dirs" => "datadir_size: 0\nlogdir_size: 0\n".into(),
+        "dirs" => dirs(e),
         "isro" => "rw".into(),
         "wchs" => dumps::wchs(e),
         "wchc" => dumps::wch(e, false),
@@ -84,11 +81,11 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
         "dump" => dump(e),
         "apiv" => e.cfg.feature_flags.api_version().to_string(),
         "ftfl" => e.cfg.feature_flags.ftfl(),
-        "lgif" => {
-            let i = e.state.last_index;
-            format!("first_log_idx\t1\nfirst_log_term\t1\nlast_log_idx\t{i}\nlast_log_term\t1\nlast_committed_log_idx\t{i}\nleader_committed_log_idx\t{i}\ntarget_committed_log_idx\t{i}\nlast_snapshot_idx\t0\n")
-        }
-        "csnp" => "Failed to schedule snapshot creation task.".into(),
+        "lgif" => lgif(e),
+        "csnp" => match e.request_snapshot() {
+            Some(index) => index.to_string(),
+            None => "Failed to schedule snapshot creation task.".into(),
+        },
         "rqld" => "Sent leadership request to leader.".into(),
         "ydld" => "Sent yield leadership request to leader.".into(),
         "rclc" | "clrs" | "rcvr" => "ok".into(),
@@ -147,21 +144,77 @@ fn mntr(e: &Engine) -> String {
     kv("num_alive_connections", &e.conns.len());
     kv("outstanding_requests", &0);
     kv("server_state", &"standalone");
-    kv("znode_count", &e.state.tree.len());
+    kv("znode_count", &e.state.tree().len());
     kv("watch_count", &e.watches.count());
-    kv("ephemerals_count", &e.state.tree.ephemeral_count());
-    kv("approximate_data_size", &e.state.tree.approximate_data_size());
+    kv("ephemerals_count", &e.state.tree().ephemeral_count());
+    kv("approximate_data_size", &e.state.tree().approximate_data_size());
     let (open, max) = file_descriptors();
     kv("open_file_descriptor_count", &open);
     kv("max_file_descriptor_count", &max);
     if keeper {
         kv("key_arena_size", &0);
-        kv("latest_snapshot_size", &0);
+        kv("latest_snapshot_size", &e.log_info.last_snapshot_bytes);
     }
-    kv("nodes_digest", &e.state.tree.digest());
+    kv("nodes_digest", &e.state.tree().digest());
     kv("digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
-    kv("zxid", &format_args!("0x{:x}", e.state.zxid));
+    kv("zxid", &format_args!("0x{:x}", e.state.zxid()));
+    // testkeeper's own: the log and snapshots, and ZooKeeper's fsync-time summary names.
+    let l = &e.log_info;
+    kv("last_log_index", &l.last_index);
+    kv("last_snapshot_index", &l.last_snapshot_index);
+    kv("cnt_fsynctime", &l.syncs);
+    kv(
+        "avg_fsynctime",
+        &format_args!("{:.3}", if l.syncs == 0 { 0.0 } else { l.sync_us_total as f64 / l.syncs as f64 / 1000.0 }),
+    );
+    kv("max_fsynctime", &format_args!("{:.3}", l.sync_us_max as f64 / 1000.0));
     s
+}
+
+/// `lgif`, as Keeper's `LogInfoCommand` prints it, first_log_term included: Keeper prints the
+/// first log *index* there (FourLetterCommand.cpp), and so do we. There is no log cache: its
+/// four lines are 0.
+fn lgif(e: &Engine) -> String {
+    let l = &e.log_info;
+    let applied = e.state.last_index();
+    let rows: [(&str, u64); 12] = [
+        ("first_log_idx", l.first_index),
+        ("first_log_term", l.first_index),
+        ("last_log_idx", l.last_index),
+        ("last_log_term", l.last_term),
+        ("last_committed_log_idx", applied),
+        ("leader_committed_log_idx", applied),
+        ("target_committed_log_idx", applied),
+        ("last_snapshot_idx", l.last_snapshot_index),
+        ("latest_logs_cache_entries", 0),
+        ("latest_logs_cache_size", 0),
+        ("commit_logs_cache_entries", 0),
+        ("commit_logs_cache_size", 0),
+    ];
+    rows.iter().map(|(k, v)| format!("{k}\t{v}\n")).collect()
+}
+
+/// `dirs`: bytes under the data directory's snapshots and log (0 in memory), under each
+/// server's key names (DirsCommand in ZooKeeper, FourLetterCommand.cpp in Keeper).
+fn dirs(e: &Engine) -> String {
+    let size = |sub: &str| e.cfg.data_dir.as_ref().map_or(0, |d| dir_size(&d.join(sub)));
+    let (snap, log) = (size("snapshots"), size("log"));
+    match e.cfg.flavor {
+        Flavor::Keeper => format!("snapshot_dir_size: {snap}\nlog_dir_size: {log}\n"),
+        Flavor::Zookeeper => format!("datadir_size: {snap}\nlogdir_size: {log}\n"),
+    }
+}
+
+fn dir_size(p: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(p) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// The process's open file descriptors and their limit, as both servers' `mntr` reports them
@@ -196,8 +249,8 @@ fn srvr(e: &Engine, with_clients: bool, asker: Option<SocketAddr>) -> String {
         e.stats.packets_received,
         e.stats.packets_sent,
         e.conns.len(),
-        e.state.zxid,
-        e.state.tree.len()
+        e.state.zxid(),
+        e.state.tree().len()
     );
     s
 }
@@ -238,12 +291,12 @@ fn dump(e: &Engine) -> String {
     for id in &ids {
         let _ = writeln!(s, "0x{id:x}");
     }
-    let mut owners: Vec<(i64, usize)> = e.state.tree.ephemeral_owners().collect();
+    let mut owners: Vec<(i64, usize)> = e.state.tree().ephemeral_owners().collect();
     owners.sort_unstable();
     let _ = writeln!(s, "Sessions with Ephemerals ({}):", owners.len());
     for (id, _) in owners {
         let _ = writeln!(s, "0x{id:x}");
-        for p in e.state.tree.ephemerals_of(id) {
+        for p in e.state.tree().ephemerals_of(id) {
             let _ = writeln!(s, "\t{p}");
         }
     }

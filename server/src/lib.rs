@@ -4,6 +4,8 @@
 //! - [`core`]: the deterministic state machine, re-exported from the `testkeeper-core` crate.
 //! - [`faults`]: seeded, protocol-aware fault injection hooked into the engine's request path.
 //! - [`http`]: the admin HTTP endpoint (`/ready`, `/metrics`, 4lw commands, fault control).
+//! - [`log`]: the entry log and its backends (memory, sled, a simulated disk).
+//! - [`storage`]: data directories: snapshots, recovery.
 /// The deterministic state machine (its own crate, so that it cannot reach tokio, a clock or
 /// randomness), re-exported under its old path.
 pub use testkeeper_core as core;
@@ -15,4 +17,6 @@ pub mod faults;
 pub mod features;
 pub mod fourlw;
 pub mod http;
+pub mod log;
 pub mod net;
+pub mod storage;

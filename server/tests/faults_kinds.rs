@@ -136,12 +136,12 @@ async fn expire_session_ends_the_session() {
     let c = connect(&tk).await;
     within(c.create("/eph", b"", &Acl::open(), create_mode::EPHEMERAL)).await.unwrap();
     assert!(within(c.exists("/watched", true)).await.unwrap().is_none());
-    let watches_before = tk.with_engine(|e| e.watches.count());
+    let watches_before = tk.watch_count();
     tk.expire_next("op=getData").unwrap();
     assert!(within(c.get_data("/eph", false)).await.unwrap_err().is_connection_loss());
     assert!(!tk.sessions().contains(&c.session_id()));
     assert!(!exists_fresh(&tk, "/eph").await, "the ephemeral went with the session");
-    assert_eq!(tk.with_engine(|e| e.watches.count()), watches_before - 1);
+    assert_eq!(tk.watch_count(), watches_before - 1);
     assert_eq!(resume(&tk, &c).await.unwrap_err(), ClientError::SessionExpired);
     let ev = &tk.fault_events()[0];
     assert_eq!((ev.kind, ev.session, ev.applied), ("expire-session", c.session_id(), false));

@@ -4,15 +4,15 @@
 use testkeeper_wire::records::keeper_ext::CheckStatRequest;
 use testkeeper_wire::{perms, ZkError};
 
-use super::view::View;
 use super::Ctx;
 use crate::acl;
+use crate::pending::View;
 use crate::state::State;
 use crate::txn::Op;
 
 pub(super) fn prepare_version(
     _state: &State,
-    view: &mut View<'_>,
+    view: &View<'_>,
     path: &str,
     version: i32,
     ctx: &Ctx<'_>,
@@ -28,7 +28,7 @@ pub(super) fn prepare_version(
 /// NODEEXISTS when the node exists with the given version (or any, for -1).
 pub(super) fn prepare_not_exists(
     state: &State,
-    view: &mut View<'_>,
+    view: &View<'_>,
     path: &str,
     version: i32,
     ctx: &Ctx<'_>,
@@ -48,7 +48,7 @@ pub(super) fn prepare_not_exists(
 /// Every stat field that is not -1 must equal the node's; BADVERSION otherwise.
 pub(super) fn prepare_stat(
     state: &State,
-    view: &mut View<'_>,
+    view: &View<'_>,
     req: &CheckStatRequest,
     ctx: &Ctx<'_>,
 ) -> Result<Op, ZkError> {

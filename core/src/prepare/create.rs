@@ -6,9 +6,9 @@ use std::sync::Arc;
 use testkeeper_wire::records::create::CreateMode;
 use testkeeper_wire::{perms, CreateOp, OpCode, ZkError};
 
-use super::view::{NodeView, View};
 use super::Ctx;
-use crate::node::{AclList, NodeStat, CONTAINER_OWNER};
+use crate::node::{AclList, CONTAINER_OWNER};
+use crate::pending::View;
 use crate::state::State;
 use crate::txn::{CreateTxn, Op};
 use crate::{acl, path};
@@ -16,7 +16,7 @@ use crate::{acl, path};
 /// Largest TTL ZooKeeper accepts (`EphemeralType.TTL.maxValue()`).
 const MAX_TTL_MS: i64 = 0x00FF_FFFF_FFFF;
 
-pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+pub(super) fn prepare(state: &State, view: &View<'_>, c: &CreateOp, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
     let req = &c.req;
     let mode = CreateMode::from_flags(req.flags).ok_or(ZkError::BadArguments)?;
     let if_not_exists = c.op == OpCode::CreateIfNotExists;
@@ -71,27 +71,5 @@ pub(super) fn prepare(state: &State, view: &mut View<'_>, c: &CreateOp, ctx: &Ct
     };
     let parent_cversion = parent.stat.cversion.wrapping_add(1);
     let acl: AclList = Arc::new(acl);
-    // Record the effect for later ops of the same multi.
-    view.set(
-        parent_path,
-        Some(NodeView {
-            stat: NodeStat { cversion: parent_cversion, ..parent.stat },
-            num_children: parent.num_children + 1,
-            seq: parent.seq + 1,
-            ..parent
-        }),
-    );
-    view.set(
-        &full_path,
-        Some(NodeView {
-            stat: NodeStat::default(),
-            owner: ephemeral_owner,
-            acl: acl.clone(),
-            num_children: 0,
-            seq: 0,
-            ttl,
-            data_len: req.data.as_ref().map_or(0, Vec::len) as i32,
-        }),
-    );
     Ok(Op::Create(CreateTxn { path: full_path, data: req.data.clone(), acl, ephemeral_owner, ttl, parent_cversion }))
 }

@@ -5,9 +5,8 @@ use std::collections::VecDeque;
 
 use testkeeper_wire::{perms, ZkError};
 
-use super::view::{NodeView, View};
 use super::{check_version, Ctx};
-use crate::node::NodeStat;
+use crate::pending::View;
 use crate::state::State;
 use crate::txn::Op;
 use crate::{acl, path};
@@ -16,25 +15,7 @@ fn parent_of(path: &str) -> Result<&str, ZkError> {
     path::split(path).map(|(p, _)| p).ok_or(ZkError::BadArguments)
 }
 
-fn record_delete(view: &mut View<'_>, parent_path: &str, parent: NodeView, path: &str) {
-    view.set(
-        parent_path,
-        Some(NodeView {
-            stat: NodeStat { cversion: parent.stat.cversion.wrapping_add(1), ..parent.stat },
-            num_children: parent.num_children - 1,
-            ..parent
-        }),
-    );
-    view.set(path, None);
-}
-
-pub(super) fn prepare(
-    state: &State,
-    view: &mut View<'_>,
-    path: &str,
-    version: i32,
-    ctx: &Ctx<'_>,
-) -> Result<Op, ZkError> {
+pub(super) fn prepare(state: &State, view: &View<'_>, path: &str, version: i32, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
     if path.contains('\0') || state.is_special_path(path) || state.is_reserved(path) {
         return Err(ZkError::BadArguments);
     }
@@ -46,14 +27,13 @@ pub(super) fn prepare(
     if node.num_children > 0 {
         return Err(ZkError::NotEmpty);
     }
-    record_delete(view, parent_path, parent, path);
     Ok(Op::Delete { path: path.to_string() })
 }
 
 /// tryRemove: like delete, but an absent node, a version mismatch or children mean "nothing to do".
 pub(super) fn prepare_try(
     state: &State,
-    view: &mut View<'_>,
+    view: &View<'_>,
     path: &str,
     version: i32,
     ctx: &Ctx<'_>,
@@ -69,16 +49,16 @@ pub(super) fn prepare_try(
     if (version != -1 && version != node.stat.version) || node.num_children > 0 {
         return nothing;
     }
-    record_delete(view, parent_path, parent, path);
     Ok(Op::Delete { path: path.to_string() })
 }
 
 /// removeRecursive: the node and its subtree, at most `limit` nodes in all (the target
-/// included), children first; NOTEMPTY when over the limit. Only committed descendants are
-/// seen: nodes created earlier in the same multi under the target are not walked.
+/// included), children first; NOTEMPTY when over the limit. Uncommitted descendants count,
+/// nodes created earlier in the same multi included, as Keeper's `ToDeleteTreeCollector`
+/// walks its uncommitted state too.
 pub(super) fn prepare_recursive(
     state: &State,
-    view: &mut View<'_>,
+    view: &View<'_>,
     path: &str,
     limit: u32,
     ctx: &Ctx<'_>,
@@ -96,7 +76,7 @@ pub(super) fn prepare_recursive(
     let mut queue = VecDeque::from([path.to_string()]);
     while let Some(p) = queue.pop_front() {
         let node = view.get(&p).ok_or(ZkError::NoNode)?;
-        let children = view.committed_children(&p);
+        let children = view.children(&p);
         if !children.is_empty() {
             acl::check(&node.acl, ctx.auth, perms::DELETE)?;
             if order.len() + children.len() > limit as usize {
@@ -110,10 +90,5 @@ pub(super) fn prepare_recursive(
     }
     // Children before parents: reverse breadth-first order.
     order.reverse();
-    for p in &order {
-        let pp = parent_of(p)?;
-        let parent = view.get(pp).ok_or(ZkError::NoNode)?;
-        record_delete(view, pp, parent, p);
-    }
     Ok(Op::DeleteMany { paths: order })
 }

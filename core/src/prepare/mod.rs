@@ -1,20 +1,20 @@
-//! `prepare`: validates a write against the committed tree plus pending changes and decides
-//! everything the change needs (final path, owner, versions, parent cversion, session id).
-//! It returns a [`Txn`]; it never mutates. One file per operation.
+//! `prepare`: validates one write op against the committed tree seen through the uncommitted
+//! overlay ([`View`]) and decides everything the change needs (final path, owner, versions,
+//! parent cversion). It returns an [`Op`] or the error the real server answers; it never
+//! mutates. The proposer (`crate::propose`) stages each decided op so the next one sees it.
+//! One file per operation family.
 
 mod check;
 mod create;
 mod delete;
-mod multi;
 mod set;
-pub mod view;
 
 use testkeeper_wire::{Request, ZkError};
 
 use super::acl::AuthId;
+use super::pending::View;
 use super::state::State;
-use super::txn::{Op, Txn};
-use view::View;
+use super::txn::Op;
 
 /// Who is asking.
 #[derive(Debug, Clone, Copy)]
@@ -25,53 +25,29 @@ pub struct Ctx<'a> {
     pub auth: &'a [AuthId],
 }
 
-impl State {
-    /// Decides a client write. Reads are not prepared; see `read.rs`.
-    pub fn prepare(&self, req: &Request, ctx: &Ctx<'_>) -> Txn {
-        match req {
-            Request::Multi(ops) => multi::prepare(self, ops, ctx),
-            Request::Close => self.prepare_close_session(ctx.session),
-            other => {
-                let mut view = View::new(&self.tree);
-                match prepare_op(self, &mut view, other, ctx) {
-                    Ok(op) => Txn::Ops(vec![op]),
-                    Err(e) => Txn::Failed(e),
-                }
-            }
-        }
+/// The ephemerals a closing session leaves, in the order they are deleted: sorted by path, or,
+/// where the flavor says so, in the iteration order of ZooKeeper's per-session HashSet.
+pub(crate) fn close_order(state: &State, view: &View<'_>, id: i64) -> Vec<String> {
+    let mut ephemerals = view.ephemerals_of(id);
+    if state.rules.java_hashset_close_order {
+        // ZooKeeper deletes a closing session's ephemerals in the iteration order of a
+        // *clone* of its per-session java.util.HashSet (PrepRequestProcessor copies it into
+        // the CloseSessionTxn). The clone is pre-sized for its size, so its order is: bucket
+        // in the clone's smaller table, then the original's order (its bucket, then creation
+        // order). The order shows in the watch events other sessions receive.
+        let n = ephemerals.len();
+        let (cap, clone_cap) = (java_hashset_capacity(n), java_clone_capacity(n));
+        let czxid = |p: &str| view.get(p).map_or(0, |n| n.stat.czxid);
+        ephemerals.sort_by_key(|p| (java_bucket(p, clone_cap), java_bucket(p, cap), czxid(p)));
     }
-
-    /// Decides a new session: its id comes from the state's counter, never from a clock.
-    pub fn prepare_create_session(&self, timeout_ms: i32) -> Txn {
-        let mut id = self.next_session_id;
-        // The container sentinel is never a session id (ZooKeeper skips it the same way).
-        if id == super::node::CONTAINER_OWNER {
-            id += 1;
-        }
-        Txn::CreateSession { id, timeout_ms }
-    }
-
-    /// Decides the end of a session: lists the ephemerals to delete, ordered.
-    pub fn prepare_close_session(&self, id: i64) -> Txn {
-        let mut ephemerals: Vec<String> = self.tree.ephemerals_of(id).map(str::to_string).collect();
-        if self.rules.java_hashset_close_order {
-            // ZooKeeper deletes a closing session's ephemerals in the iteration order of a
-            // *clone* of its per-session java.util.HashSet (PrepRequestProcessor copies it into
-            // the CloseSessionTxn). The clone is pre-sized for its size, so its order is: bucket
-            // in the clone's smaller table, then the original's order (its bucket, then creation
-            // order). The order shows in the watch events other sessions receive.
-            let n = ephemerals.len();
-            let (cap, clone_cap) = (java_hashset_capacity(n), java_clone_capacity(n));
-            let czxid = |p: &str| self.tree.get(p).map_or(0, |n| n.stat.czxid);
-            ephemerals.sort_by_key(|p| (java_bucket(p, clone_cap), java_bucket(p, cap), czxid(p)));
-        }
-        Txn::CloseSession { id, ephemerals }
-    }
+    ephemerals
 }
 
-/// Prepares one write op against `view`, recording its effect there so later ops of the same
-/// multi see it.
-fn prepare_op(state: &State, view: &mut View<'_>, req: &Request, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
+/// Decides one write op (a single write, or one sub-op of a multi) against `view`.
+///
+/// # Errors
+/// The error the real server answers for it.
+pub fn decide(state: &State, view: &View<'_>, req: &Request, ctx: &Ctx<'_>) -> Result<Op, ZkError> {
     match req {
         Request::Create(c) => create::prepare(state, view, c, ctx),
         Request::Delete(d) => delete::prepare(state, view, &d.path, d.version, ctx),

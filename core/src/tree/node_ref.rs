@@ -6,7 +6,7 @@ use std::ops::Deref;
 use testkeeper_wire::Stat;
 
 use super::Tree;
-use crate::digest::{node_digest, DigestInput};
+use crate::digest::{DigestPrefix, StatFields};
 use crate::node::{AclList, Node, NodeKind, CONTAINER_OWNER};
 
 /// A node of a tree, with what the tree keeps beside it (children, ACL list). Derefs to the
@@ -30,8 +30,30 @@ impl<'a> NodeRef<'a> {
     /// The Keeper digest of this node at `path`, with what the tree keeps beside it (owner,
     /// number of children, TTL). The fields are those a client reads, container owner included.
     pub fn digest(&self, path: &str) -> u64 {
-        let ttl = self.tree.ttl_of(path);
-        node_digest(&DigestInput { ttl, ..DigestInput::from_stat(path, self.data(), &self.client_stat(false)) })
+        self.digest_prefix(path).finish(&self.digest_fields(path))
+    }
+
+    /// The digest's hash state after this node's path and data.
+    pub fn digest_prefix(&self, path: &str) -> DigestPrefix {
+        DigestPrefix::new(path, self.data())
+    }
+
+    /// The digest's fields after the path and data, as the node stands.
+    pub fn digest_fields(&self, path: &str) -> StatFields {
+        let s = self.stat;
+        StatFields {
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            ctime: s.ctime,
+            mtime: s.mtime,
+            version: s.version,
+            cversion: s.cversion,
+            aversion: s.aversion,
+            ephemeral_owner: self.owner(),
+            num_children: self.num_children() as i32,
+            pzxid: s.pzxid,
+            ttl: self.tree.ttl_of(path),
+        }
     }
 
     /// Number of children.

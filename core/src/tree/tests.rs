@@ -5,6 +5,7 @@ use std::sync::Arc;
 use testkeeper_wire::Acl;
 
 use super::*;
+use crate::apply::test_witness as w;
 
 fn open() -> AclList {
     Arc::new(Acl::open())
@@ -15,7 +16,7 @@ fn tree() -> Tree {
 }
 
 fn add(t: &mut Tree, path: &str) {
-    t.insert(path, node(Some(b""), &open(), 0));
+    t.insert(&w(), path, node(Some(b""), &open(), 0));
 }
 
 /// A persistent node with `data` and `ttl`.
@@ -26,16 +27,20 @@ fn node<'a>(data: Option<&'a [u8]>, acl: &'a AclList, ttl: i64) -> NewNode<'a> {
 #[test]
 fn incremental_digest_equals_recompute() {
     let mut t = tree();
-    t.insert_system("/zookeeper", b"", &open());
+    t.insert_uncounted(
+        &w(),
+        "/zookeeper",
+        NewNode { data: Some(b""), acl: &open(), stat: NodeStat::default(), owner: 0, ttl: 0 },
+    );
     let acl = open();
-    t.insert("/a", node(Some(b"x"), &acl, 0));
-    t.insert("/t", node(None, &acl, 5000));
-    t.modify("/a", |n| n.stat.version += 1);
-    t.modify("/a", |n| n.set_data(Some(b"longer data")));
+    t.insert(&w(), "/a", node(Some(b"x"), &acl, 0));
+    t.insert(&w(), "/t", node(None, &acl, 5000));
+    t.modify(&w(), "/a", |n| n.stat.version += 1);
+    t.modify(&w(), "/a", |n| n.set_data(Some(b"longer data")));
     assert_eq!(t.digest(), t.recompute_digest());
     assert_eq!(t.ttl_of("/t"), 5000);
-    t.remove("/a");
-    t.remove("/t");
+    t.remove(&w(), "/a");
+    t.remove(&w(), "/t");
     assert_eq!(t.digest(), t.recompute_digest());
     assert_eq!((t.len(), t.ttl_of("/t")), (2, 0));
 }
@@ -46,7 +51,7 @@ fn deleting_a_parent_with_children_panics() {
     let mut t = tree();
     add(&mut t, "/a");
     add(&mut t, "/a/b");
-    t.remove("/a");
+    t.remove(&w(), "/a");
 }
 
 #[test]
@@ -73,7 +78,7 @@ fn children_resolve_by_exact_name_and_list_in_str_order() {
     assert_eq!(listed, want);
     assert_eq!(p.children_unordered().count(), 506);
     for i in 0..500 {
-        t.remove(&format!("/p/g{i}"));
+        t.remove(&w(), &format!("/p/g{i}"));
     }
     assert_eq!(t.get("/p").unwrap().num_children(), 6);
     assert!(t.get("/p/g7").is_none());
@@ -85,9 +90,9 @@ fn a_reused_slot_starts_with_a_fresh_sequential_counter() {
     let mut t = tree();
     add(&mut t, "/a");
     add(&mut t, "/a/x");
-    t.remove("/a/x");
+    t.remove(&w(), "/a/x");
     assert_eq!(t.get("/a").unwrap().seq(), 1);
-    t.remove("/a");
+    t.remove(&w(), "/a");
     add(&mut t, "/b");
     add(&mut t, "/b2");
     for p in ["/b", "/b2"] {
@@ -104,10 +109,10 @@ fn equal_acls_share_one_copy_until_the_last_user_goes() {
     add(&mut t, "/b");
     assert_eq!(t.get("/a").unwrap().acl, t.get("/b").unwrap().acl);
     let read_only: AclList = Arc::new(Acl::read_only());
-    t.set_acl("/a", &read_only);
+    t.set_acl(&w(), "/a", &read_only);
     assert_eq!(**t.get("/a").unwrap().acl(), *read_only);
     assert_eq!(t.acls.len(), 2);
-    t.remove("/a");
+    t.remove(&w(), "/a");
     assert_eq!(t.acls.len(), 1, "the read-only list left with /a");
     assert_eq!(t.digest(), t.recompute_digest());
 }

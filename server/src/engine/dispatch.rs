@@ -1,39 +1,64 @@
-//! One request to its reply: the single path every client request takes through the engine.
+//! One request from the wire to its place in the session's order, and what runs when its turn
+//! comes: a write is proposed (`commit`), anything else is answered here from the committed
+//! tree and the per-server tables.
 
 use std::time::Instant;
 
+use testkeeper_core::acl;
+use testkeeper_core::flavor::Rules;
+use testkeeper_core::pending::View;
+use testkeeper_core::prepare::{decide, Ctx};
+use testkeeper_core::propose::Decide;
+use testkeeper_core::watches::WatchKind;
 use testkeeper_wire::records::header::event_type;
 use testkeeper_wire::records::watches::{add_watch_mode, SetWatches2};
 use testkeeper_wire::{OpCode, Request, Response, ZkError};
 use tracing::{debug, warn};
 
+use super::commit::Reply;
+use super::faults::Step;
+use super::order::{Queued, Work};
 use super::{reply, Engine};
-use crate::core::acl;
-use crate::core::prepare::Ctx;
-use crate::core::txn::Txn;
-use crate::core::watches::WatchKind;
-use crate::faults::hook::Step;
 
 /// What the connection does after a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
-    /// Close the connection once what is queued has been written.
+    /// Close the connection now (what is already queued is still written).
     Close,
+}
+
+/// Whether `req` goes through the log (and consumes a zxid) rather than being answered locally.
+pub(crate) fn is_write(req: &Request, rules: &Rules) -> bool {
+    match req {
+        Request::Create(_)
+        | Request::Delete(_)
+        | Request::TryRemove(_)
+        | Request::RemoveRecursive(_)
+        | Request::SetData(_)
+        | Request::SetAcl(_)
+        | Request::Multi(_)
+        | Request::Close => true,
+        Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) => !rules.standalone_check_is_read,
+        _ => false,
+    }
 }
 
 impl Engine {
     /// Whether this flavor's real server knows `op` at all.
     pub fn supports(&self, op: OpCode) -> bool {
-        self.state.rules.knows_op(op)
+        self.state.rules().knows_op(op)
     }
 
     /// Handles one decoded request from connection `conn`.
     pub fn handle(&mut self, conn: u64, xid: i32, req: Request) -> Flow {
         let started = Instant::now();
+        if self.stopped {
+            return Flow::Close;
+        }
         let Some(session) = self.conns.get(&conn).map(|c| c.session) else { return Flow::Close };
-        if !self.sessions.contains_key(&session) {
-            self.reply(conn, xid, self.state.zxid, ZkError::SessionExpired.code(), &Response::Empty);
+        if self.sessions.get(&session).is_none_or(|s| s.closing) {
+            self.reply(conn, xid, self.state.zxid(), ZkError::SessionExpired.code(), &Response::Empty);
             return Flow::Close;
         }
         self.touch(session);
@@ -48,61 +73,95 @@ impl Engine {
             return self.unknown_op(conn, xid, op as i32);
         }
         // Fault hook, before the request does anything: a fault may replace it outright.
-        let step = match self.fault_before(conn, session, xid, &req) {
+        let step = match self.fault_before(conn, session, xid, &req, started) {
             Step::Done(flow) => return flow,
             step => step,
         };
-        if self.state.rules.multi_sub_ops_restricted && !zookeeper_multi_ok(&req) {
+        let work = if self.state.rules().multi_sub_ops_restricted && !zookeeper_multi_ok(&req) {
             // ZooKeeper's MultiOperationRecord refuses other sub-op types while deserializing:
             // MARSHALLINGERROR, nothing applied, no zxid, connection kept (measured on 3.8.0).
-            self.reply(conn, xid, self.state.zxid, ZkError::MarshallingError.code(), &Response::Empty);
-            return Flow::Continue;
-        }
-        let flow = self.dispatch(conn, session, xid, req);
-        let us = started.elapsed().as_micros() as u64;
-        if op != OpCode::Ping {
-            self.stats.record(op.name(), us);
-        }
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.last_latency_ms = us / 1000;
-        }
-        // Fault hook, after the reply was queued (or, muted, discarded).
-        self.fault_after(step, flow)
+            Work::Fail(ZkError::MarshallingError.code())
+        } else {
+            Work::Req(req)
+        };
+        self.submit(session, Queued { conn, xid, work, started });
+        // Fault hook, after the request took its place (a muted connection closes now).
+        self.fault_after(step)
     }
 
-    /// An opcode the flavor's server does not know: ZooKeeper answers UNIMPLEMENTED (zxid -1)
-    /// and then closes the connection (measured on 3.8.0); Keeper fails to parse it and drops
-    /// the connection without a reply.
+    /// An opcode the flavor's server does not know: ZooKeeper answers UNIMPLEMENTED (zxid -1),
+    /// in order, and then closes the connection (measured on 3.8.0); Keeper fails to parse it
+    /// and drops the connection at once, without a reply.
     pub fn unknown_op(&mut self, conn: u64, xid: i32, op: i32) -> Flow {
-        if self.state.rules.unknown_op_replies {
-            debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
-            self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
-        } else {
+        if !self.state.rules().unknown_op_replies {
             warn!(op, "unknown opcode: closing the connection, as Keeper does");
+            return Flow::Close;
         }
-        Flow::Close
+        let session = self.conns.get(&conn).map_or(0, |c| c.session);
+        let q = Queued { conn, xid, work: Work::Unknown(op), started: Instant::now() };
+        if self.sessions.contains_key(&session) {
+            self.submit(session, q);
+        } else {
+            self.run(session, q);
+        }
+        Flow::Continue
     }
 
     /// A request whose header decoded but whose body did not: ZooKeeper answers
-    /// MARSHALLINGERROR and keeps the connection; Keeper's deserializer throws and the
-    /// connection closes.
+    /// MARSHALLINGERROR, in order, and keeps the connection; Keeper's deserializer throws and
+    /// the connection closes.
     pub fn malformed(&mut self, conn: u64, xid: i32, op: i32, why: &str) -> Flow {
-        if self.state.rules.malformed_request_answered {
-            debug!(op, why, "malformed request: replying MARSHALLINGERROR, as ZooKeeper does");
-            let zxid = self.state.zxid;
-            self.reply(conn, xid, zxid, ZkError::MarshallingError.code(), &Response::Empty);
-            Flow::Continue
-        } else {
+        if !self.state.rules().malformed_request_answered {
             warn!(op, why, "malformed request: closing the connection, as Keeper does");
-            Flow::Close
+            return Flow::Close;
+        }
+        debug!(op, why, "malformed request: replying MARSHALLINGERROR, as ZooKeeper does");
+        let session = self.conns.get(&conn).map_or(0, |c| c.session);
+        let q = Queued { conn, xid, work: Work::Fail(ZkError::MarshallingError.code()), started: Instant::now() };
+        if self.sessions.contains_key(&session) {
+            self.submit(session, q);
+        } else {
+            self.run(session, q);
+        }
+        Flow::Continue
+    }
+
+    /// Carries out a request whose turn has come.
+    pub(crate) fn run(&mut self, session: i64, q: Queued) {
+        let Queued { conn, xid, work, started } = q;
+        match work {
+            Work::Fail(code) => {
+                self.reply(conn, xid, self.state.zxid(), code, &Response::Empty);
+            }
+            Work::Unknown(op) => {
+                debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
+                self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
+                self.close_conn(conn);
+            }
+            Work::Req(Request::Close) => {
+                if let Some(rt) = self.sessions.get_mut(&session) {
+                    rt.closing = true;
+                }
+                self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
+            }
+            Work::Req(req) if is_write(&req, self.state.rules()) => {
+                let auth = self.auth_of(conn);
+                let entry = self.decide(session, Decide::Write { req: &req, auth: &auth });
+                self.enqueue(session, entry, Reply::Client { conn, xid, req, started });
+            }
+            Work::Req(req) => {
+                let op = req.op();
+                self.local(conn, session, xid, req);
+                self.finished(conn, op, started);
+            }
         }
     }
 
-    fn dispatch(&mut self, conn: u64, session: i64, xid: i32, req: Request) -> Flow {
-        let zxid = self.state.zxid;
-        let rules = &self.state.rules;
-        let (auth_zk, close_answered, check_is_read) =
-            (rules.auth_zookeeper_style, rules.close_is_answered, rules.standalone_check_is_read);
+    /// Answers a read or a connection-local request from the committed state.
+    fn local(&mut self, conn: u64, session: i64, xid: i32, req: Request) {
+        let zxid = self.state.zxid();
+        let rules = self.state.rules();
+        let auth_zk = rules.auth_zookeeper_style;
         match req {
             Request::Ping => self.reply(conn, xid, zxid, 0, &Response::Empty),
             Request::Auth(a) => {
@@ -121,21 +180,10 @@ impl Engine {
                         self.reply(conn, xid, zxid, e.code(), &Response::Empty);
                         // ZooKeeper closes the connection after AUTHFAILED; Keeper keeps it.
                         if auth_zk {
-                            return Flow::Close;
+                            self.close_conn(conn);
                         }
                     }
                 }
-            }
-            Request::Close => {
-                let txn = self.state.prepare_close_session(session);
-                let (entry, _) = self.commit(session, txn);
-                self.sessions.remove(&session);
-                self.watches.remove_session(session);
-                // Keeper closes the socket without answering the close.
-                if close_answered {
-                    self.reply(conn, xid, entry.zxid, 0, &Response::Empty);
-                }
-                return Flow::Close;
             }
             Request::SetWatches(w) => {
                 let w2 = SetWatches2 {
@@ -155,14 +203,14 @@ impl Engine {
                     // ZooKeeper's AddWatchMode.fromMode throws: MARSHALLINGERROR, no watch (measured).
                     _ => {
                         self.reply(conn, xid, zxid, ZkError::MarshallingError.code(), &Response::Empty);
-                        return Flow::Continue;
+                        return;
                     }
                 };
-                self.watches.add(kind, &r.path, session, &self.state.rules);
+                self.watches.add(kind, &r.path, session, self.state.rules());
                 self.reply(conn, xid, zxid, 0, &Response::Number(0));
             }
             Request::CheckWatches(r) => {
-                let found = if self.state.rules.check_watches_any_session {
+                let found = if self.state.rules().check_watches_any_session {
                     self.watches.has_any(&r.path, r.watcher_type)
                 } else {
                     self.watches.has(session, &r.path, r.watcher_type)
@@ -176,63 +224,51 @@ impl Engine {
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::Reconfig => self.reply(conn, xid, zxid, ZkError::ReconfigDisabled.code(), &Response::Empty),
-            Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) if check_is_read => {
+            Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) => {
                 // Keeper serves a standalone check locally, like a read: no zxid.
                 let auth = self.auth_of(conn);
-                let err = match self.state.prepare(&req, &Ctx { session, auth: &auth }) {
-                    Txn::Failed(e) => e.code(),
-                    _ => 0,
-                };
+                let view = View::committed(self.state.tree());
+                let err =
+                    decide(&self.state, &view, &req, &Ctx { session, auth: &auth }).err().map_or(0, ZkError::code);
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
-            req if is_read(&req) => {
+            req => {
                 let auth = self.auth_of(conn);
                 let result = self.state.read(&req, &auth, session);
                 for (kind, path) in reply::watches_to_register(&req, &result) {
-                    self.watches.add(kind, path, session, &self.state.rules);
+                    self.watches.add(kind, path, session, self.state.rules());
                 }
                 match result {
                     Ok(body) => self.reply(conn, xid, zxid, 0, &body),
                     Err(e) => self.reply(conn, xid, zxid, e.code(), &Response::Empty),
                 }
             }
-            req => {
-                let auth = self.auth_of(conn);
-                let txn = self.state.prepare(&req, &Ctx { session, auth: &auth });
-                let (entry, applied) = self.commit(session, txn);
-                let (err, body) = reply::response(&req, &applied.outcome);
-                // ZooKeeper 3.8 never answers a successful standalone check (its reply
-                // serializer fails on the missing stat); the txn still takes a zxid.
-                if !check_is_read && err == 0 && matches!(req, Request::Check(_)) {
-                    return Flow::Continue;
-                }
-                self.reply(conn, xid, entry.zxid, err, &body);
-            }
         }
-        Flow::Continue
     }
 
     /// Re-registers watches after a reconnect, firing at once those whose change the client
     /// missed (ZooKeeper `DataTree.setWatches`).
     fn set_watches(&mut self, conn: u64, session: i64, xid: i32, w: SetWatches2) {
         let rel = w.relative_zxid;
-        let rules = self.state.rules.clone();
+        let rules = self.state.rules().clone();
+        let tree = self.state.tree();
         let mut fire = Vec::new();
+        let mut add = Vec::new();
         for p in &w.data_watches {
-            match self.state.tree.get(p) {
+            match tree.get(p) {
                 None => fire.push((event_type::NODE_DELETED, p.clone())),
                 Some(n) if n.stat.mzxid > rel => fire.push((event_type::NODE_DATA_CHANGED, p.clone())),
-                Some(_) => self.watches.add(WatchKind::Data, p, session, &rules),
+                Some(_) => add.push((WatchKind::Data, p)),
             }
         }
         for p in &w.exist_watches {
-            match self.state.tree.get(p) {
+            match tree.get(p) {
                 Some(_) => fire.push((event_type::NODE_CREATED, p.clone())),
-                None => self.watches.add(WatchKind::Data, p, session, &rules),
+                None => add.push((WatchKind::Data, p)),
             }
         }
         for p in &w.child_watches {
-            match self.state.tree.get(p) {
+            match tree.get(p) {
                 None => fire.push((event_type::NODE_DELETED, p.clone())),
                 Some(n) if n.stat.pzxid > rel => {
                     let ty = if rules.set_watches_child_change_is_data_changed {
@@ -242,16 +278,15 @@ impl Engine {
                     };
                     fire.push((ty, p.clone()));
                 }
-                Some(_) => self.watches.add(WatchKind::Child, p, session, &rules),
+                Some(_) => add.push((WatchKind::Child, p)),
             }
         }
-        for p in &w.persistent_watches {
-            self.watches.add(WatchKind::Persistent, p, session, &rules);
+        add.extend(w.persistent_watches.iter().map(|p| (WatchKind::Persistent, p)));
+        add.extend(w.persistent_recursive_watches.iter().map(|p| (WatchKind::Recursive, p)));
+        for (kind, p) in add {
+            self.watches.add(kind, p, session, &rules);
         }
-        for p in &w.persistent_recursive_watches {
-            self.watches.add(WatchKind::Recursive, p, session, &rules);
-        }
-        let zxid = self.state.zxid;
+        let zxid = self.state.zxid();
         if rules.set_watches_reply_first {
             self.reply(conn, xid, zxid, 0, &Response::Empty);
         }
@@ -283,23 +318,4 @@ fn zookeeper_multi_ok(req: &Request) -> bool {
         Request::MultiRead(ops) => ops.iter().all(|op| matches!(op.op(), OpCode::GetData | OpCode::GetChildren)),
         _ => true,
     }
-}
-
-fn is_read(req: &Request) -> bool {
-    matches!(
-        req,
-        Request::Exists(_)
-            | Request::GetData(_)
-            | Request::GetAcl(_)
-            | Request::GetChildren(_)
-            | Request::GetChildren2(_)
-            | Request::Sync(_)
-            | Request::MultiRead(_)
-            | Request::GetEphemerals(_)
-            | Request::GetAllChildrenNumber(_)
-            | Request::WhoAmI
-            | Request::FilteredList(_)
-            | Request::FilteredListWithStatsAndData(_)
-            | Request::ListRecursive(_)
-    )
 }

@@ -1,274 +1,265 @@
-//! The engine: owns the state machine and the per-server tables around it (runtime sessions,
-//! connections, watches, stats), and runs every request through one path:
-//! decide (`prepare`) -> entry (zxid, time) -> `apply` -> watch events -> reply.
+//! The engine: the one owner of the state machine and of the per-server tables around it
+//! (runtime sessions, connections, watches, stats, faults), and the one request path:
 //!
-//! The engine is shared behind one mutex; a connection holds it only while it processes the
-//! frames it has already read, so requests of one session are handled in order (ZooKeeper's
-//! FIFO-per-session promise) and a read sees every write before it.
+//! 1. `dispatch`: a request joins its session's ordered stream (`order`); reads and local
+//!    ops run when every earlier request of the session is done, writes are proposed at once.
+//! 2. `commit`: the proposer decides the entry (index, zxid, time, digest after it) against
+//!    the committed tree plus every uncommitted change; the entry goes to the log.
+//! 3. When the log says the entry is committed (at once in memory, after the flush that
+//!    covers it on disk), `apply` changes the tree and checks the digest, the watches fire,
+//!    and whoever waits for that index gets its reply.
+//!
+//! The engine is reached only through [`Shared`] (one lock; releasing it appends what was
+//! proposed and flushes what was answered), never handed out to embedders.
 //!
 //! # Layout
-//! - `dispatch`: one request to its reply.
-//! - `session`: handshake, resumption, disconnect, expiry.
+//! - `shared`: the lock, its guard, and the syncer thread that makes durable entries commit.
+//! - `conns`: connections and their output buffers.
+//! - `dispatch`: one request to its place in the session's order; reads and local ops.
+//! - `order`: the per-session FIFO of requests waiting behind uncommitted writes.
+//! - `commit`: propose, append, commit, reply by index.
+//! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
+//! - `session`: handshake, resumption, disconnect, expiry, container/TTL collection.
+//! - `faults`: what each fault action does to a request on this path.
 //! - `reply`: outcome -> wire response; watch registration after reads.
 //! - `stats`: counters for the four-letter words and metrics.
 
+mod commit;
+mod conns;
 mod dispatch;
+mod faults;
+mod order;
 mod reply;
 pub mod session;
+mod shared;
+mod snapshots;
 pub mod stats;
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use testkeeper_wire::frame::put_reply;
-use testkeeper_wire::opcode::WATCH_XID;
-use testkeeper_wire::records::header::{keeper_state, ReplyHeader, WatcherEvent};
-use testkeeper_wire::Response;
-use tokio::sync::mpsc::UnboundedSender;
+use testkeeper_core::flavor::{zookeeper_session_base, Rules};
+use testkeeper_core::propose::Proposer;
+use testkeeper_core::state::{State, StateOptions};
+use testkeeper_core::watches::Watches;
 
 use crate::clock::Clock;
 use crate::config::ServerConfig;
-use crate::core::acl::AuthId;
-use crate::core::apply::Applied;
-use crate::core::digest::DIGEST_VERSION;
-use crate::core::flavor::{zookeeper_session_base, Rules};
-use crate::core::state::{State, StateOptions};
-use crate::core::txn::{Entry, Txn};
-use crate::core::watches::Watches;
 use crate::faults::Faults;
+use crate::log::memory::MemLog;
+use crate::log::Log;
+use crate::storage::snapshotter::Snapshotter;
+use crate::storage::{Recovery, StorageError};
+pub use commit::LogInfo;
+pub use conns::{ConnInfo, Out};
 pub use dispatch::Flow;
-pub use session::SessionRt;
+pub use session::{Handshake, SessionRt};
+pub use shared::{EngineGuard, Shared};
 use stats::Stats;
-
-/// What a connection's writer is told to do.
-#[derive(Debug)]
-pub enum Out {
-    /// Write these bytes (one or more whole frames).
-    Frame(Bytes),
-    /// Flush what was queued before, then close the socket.
-    Close,
-    /// Flush what was queued before, then wait this long before writing anything after it
-    /// (a `delay` fault: later replies queue behind it, so FIFO order holds).
-    Delay(Duration),
-    /// Flush what was queued before, then abort the connection with a TCP reset (a `reset`
-    /// fault).
-    Reset,
-}
-
-/// A live connection, as the 4lw commands and the engine see it.
-#[derive(Debug)]
-pub struct ConnInfo {
-    pub peer: SocketAddr,
-    pub tx: UnboundedSender<Out>,
-    /// The session bound to this connection (0 before the handshake).
-    pub session: i64,
-    pub established_ms: i64,
-    pub received: u64,
-    pub sent: u64,
-    pub last_op: &'static str,
-    pub last_xid: i32,
-    pub last_zxid: i64,
-    pub last_latency_ms: u64,
-    /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
-    /// client re-sends its credentials after reconnecting).
-    pub auth: Vec<AuthId>,
-    /// Set by a `drop-response` fault: frames for this connection are discarded until it closes.
-    pub muted: bool,
-    /// Frames encoded since the last `flush`: a batch of pipelined requests becomes one
-    /// buffer, one queue message and one writer wake-up instead of one of each per reply.
-    out: BytesMut,
-}
 
 /// The state machine plus everything around it that is per server.
 pub struct Engine {
-    pub cfg: Arc<ServerConfig>,
-    pub clock: Clock,
-    pub state: State,
-    pub watches: Watches,
-    pub sessions: HashMap<i64, SessionRt>,
-    pub conns: HashMap<u64, ConnInfo>,
-    pub stats: Stats,
+    pub(crate) cfg: Arc<ServerConfig>,
+    pub(crate) clock: Clock,
+    /// The committed state; only `commit` applies entries to it.
+    pub(crate) state: State,
+    /// The leader's decisions not yet committed.
+    proposer: Proposer,
+    /// Where entries go before they commit.
+    log: Box<dyn Log>,
+    /// Entries proposed under the current lock, appended in one write when it is released.
+    outbox: Vec<testkeeper_core::txn::Entry>,
+    /// Entries appended but not yet durable (`--fsync always`), committed when the syncer
+    /// reports their flush.
+    unsynced: VecDeque<testkeeper_core::txn::Entry>,
+    /// The log needs no flush: entries commit as they are proposed.
+    in_memory: bool,
+    /// Who waits for each proposed entry, in index order.
+    waiting: VecDeque<commit::Waiter>,
+    /// Whether an entry commits as soon as it is appended (memory, or `--fsync never`), or
+    /// only once the syncer has flushed it.
+    commit_on_append: bool,
+    pub(crate) watches: Watches,
+    pub(crate) sessions: HashMap<i64, SessionRt>,
+    pub(crate) conns: HashMap<u64, ConnInfo>,
+    pub(crate) stats: Stats,
     /// Fault rules, their seeded generator and the log of fired faults.
-    pub faults: Faults,
-    /// The most recent entries, for replay checks (bounded by `cfg.retain_log`).
-    pub log: VecDeque<Entry>,
-    next_index: u64,
+    pub(crate) faults: Faults,
+    /// Log and snapshot figures for `lgif`, `mntr` and `/metrics`.
+    pub(crate) log_info: LogInfo,
+    /// The snapshot schedule, with a data directory.
+    snapshotter: Option<Snapshotter>,
     next_conn: u64,
     /// Connections whose `out` may hold frames (duplicates are harmless).
     dirty: Vec<u64>,
-    /// Secret mixed into session passwords (from the seed): passwords are not tree state.
-    secret: u64,
+    /// Secret mixed into session passwords: not derived from the printed seed, and kept in
+    /// the data directory so sessions can be resumed after a restart.
+    secret: [u8; 32],
     last_gc_ms: i64,
+    /// Shut down or crashed: nothing more is served (see `release_storage`).
+    stopped: bool,
+}
+
+/// How a new engine starts: the state and the log it continues, and the session secret.
+pub struct Start {
+    pub state: State,
+    pub log: Box<dyn Log>,
+    pub secret: [u8; 32],
 }
 
 impl Engine {
-    /// A fresh engine with the flavor's system nodes.
-    pub fn new(cfg: Arc<ServerConfig>, clock: Clock) -> Engine {
-        let now = clock.now_ms();
-        let rules = Rules::new(cfg.flavor, zookeeper_session_base(now));
-        let opts = StateOptions {
-            rules,
+    /// The engine `cfg` asks for: in memory, or recovered from its data directory.
+    ///
+    /// # Errors
+    /// A data directory that cannot be recovered (see `storage::StorageError`).
+    pub fn open(cfg: Arc<ServerConfig>, clock: Clock) -> Result<(Engine, Option<Recovery>), StorageError> {
+        if cfg.data_dir.is_none() {
+            return Ok((Engine::new(cfg, clock), None));
+        }
+        let (start, recovery) = crate::storage::open(&cfg, clock.now_ms())?;
+        let mut engine = Engine::with(cfg, clock, start);
+        if let (Some(s), Some((index, bytes))) = (engine.snapshotter.as_mut(), recovery.snapshot) {
+            *s = Snapshotter::new(
+                s.dir().to_path_buf(),
+                engine.cfg.snapshot_distance,
+                engine.cfg.snapshots_to_keep,
+                engine.cfg.reserved_log_items,
+                index,
+            );
+            engine.log_info.last_snapshot_index = index;
+            engine.log_info.last_snapshot_bytes = bytes;
+        }
+        Ok((engine, Some(recovery)))
+    }
+}
+
+impl Engine {
+    /// The state options of a fresh server with `cfg`, the ZooKeeper session base taken from
+    /// `now_ms` (the one startup choice replay depends on; a data directory keeps it).
+    pub fn fresh_options(cfg: &ServerConfig, now_ms: i64) -> StateOptions {
+        StateOptions {
+            rules: Rules::new(cfg.flavor, zookeeper_session_base(now_ms)),
             digest_enabled: cfg.digest_enabled,
             feature_flags: cfg.feature_flags.to_bytes(),
             api_version: cfg.feature_flags.api_version().to_string().into_bytes(),
             zookeeper_config: Vec::new(),
-        };
-        Engine {
-            secret: cfg.seed ^ 0x7465_7374_6b65_6570,
+        }
+    }
+
+    /// A fresh in-memory engine with the flavor's system nodes.
+    pub fn new(cfg: Arc<ServerConfig>, clock: Clock) -> Engine {
+        let state = State::new(&Self::fresh_options(&cfg, clock.now_ms()));
+        let log = Box::new(MemLog::new(cfg.retain_log, state.last_index()));
+        Engine::with(cfg, clock, Start { state, log, secret: random_secret() })
+    }
+
+    /// An engine that continues `start` (a fresh state, or one recovered from disk).
+    pub fn with(cfg: Arc<ServerConfig>, clock: Clock, start: Start) -> Engine {
+        let Start { state, log, secret } = start;
+        let now = clock.now_ms();
+        let commit_on_append = log.syncer().is_none() || cfg.fsync == crate::config::Fsync::Never;
+        let log_info = LogInfo::of(log.as_ref(), &state);
+        let in_memory = log.syncer().is_none();
+        let snapshotter = cfg.data_dir.as_ref().map(|d| {
+            let (distance, keep, reserved) = (cfg.snapshot_distance, cfg.snapshots_to_keep, cfg.reserved_log_items);
+            Snapshotter::new(crate::storage::snapshot_dir(d), distance, keep, reserved, 0)
+        });
+        // Sessions restored from disk live on until their timeouts, counted from now: their
+        // clients may come back, and their ephemerals go with them if not.
+        let sessions = (state.sessions().iter())
+            .map(|(id, info)| {
+                let rt = SessionRt {
+                    timeout_ms: info.timeout_ms,
+                    deadline_ms: now + i64::from(info.timeout_ms),
+                    ..Default::default()
+                };
+                (*id, rt)
+            })
+            .collect();
+        let mut engine = Engine {
             faults: Faults::new(cfg.seed),
+            proposer: Proposer::new(&state, 1),
             cfg,
             clock,
-            state: State::new(&opts),
+            state,
+            log,
+            outbox: Vec::new(),
+            unsynced: VecDeque::new(),
+            in_memory,
+            waiting: VecDeque::new(),
+            commit_on_append,
             watches: Watches::default(),
-            sessions: HashMap::new(),
+            sessions,
             conns: HashMap::new(),
             stats: Stats::default(),
-            log: VecDeque::new(),
-            next_index: 1,
+            log_info,
+            snapshotter,
             next_conn: 1,
             dirty: Vec::new(),
+            secret,
             last_gc_ms: now,
+            stopped: false,
+        };
+        engine.log_info.first_index = engine.log.first_index();
+        engine
+    }
+
+    /// The committed state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The log's syncer, when entries must be flushed before they count.
+    pub(crate) fn syncer(&self) -> Option<Arc<dyn crate::log::Syncer>> {
+        self.log.syncer()
+    }
+
+    /// Whether entries are proposed that have not committed yet.
+    pub fn has_uncommitted(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Restarts every session's expiry countdown (after an in-memory restart, as ZooKeeper's
+    /// sessions get their timeouts again when it comes back).
+    pub(crate) fn restart_session_clocks(&mut self) {
+        let now = self.clock.now_ms();
+        for s in self.sessions.values_mut() {
+            s.deadline_ms = now + i64::from(s.timeout_ms);
         }
     }
 
-    /// Registers a new connection and returns its id.
-    pub fn add_conn(&mut self, peer: SocketAddr, tx: UnboundedSender<Out>) -> u64 {
-        let id = self.next_conn;
-        self.next_conn += 1;
-        let established_ms = self.clock.now_ms();
-        self.conns.insert(
-            id,
-            ConnInfo {
-                peer,
-                tx,
-                session: 0,
-                established_ms,
-                received: 0,
-                sent: 0,
-                last_op: "NA",
-                last_xid: -1,
-                last_zxid: -1,
-                last_latency_ms: 0,
-                auth: Vec::new(),
-                muted: false,
-                out: BytesMut::new(),
-            },
-        );
-        id
-    }
-
-    /// Turns a decided txn into an entry, applies it, and sends the watch events it fires.
-    /// This is the only way anything changes the state.
-    pub fn commit(&mut self, session: i64, txn: Txn) -> (Entry, Applied) {
-        let consumes = !matches!(txn, Txn::CreateSession { .. }) || self.state.rules.create_session_consumes_zxid;
-        let zxid = if consumes { self.state.zxid + 1 } else { self.state.zxid };
-        let mut entry =
-            Entry { index: self.next_index, zxid, time_ms: self.clock.now_ms(), session, txn, digest: None };
-        self.next_index += 1;
-        let applied = self.state.apply(&entry);
-        if self.cfg.digest_enabled {
-            entry.digest = Some((DIGEST_VERSION, applied.digest));
-        }
-        if self.cfg.digest_check_on_commit {
-            let full = self.state.tree.recompute_digest();
-            assert_eq!(
-                full, applied.digest,
-                "digest check on commit failed at log index {} (zxid {:#x})",
-                entry.index, entry.zxid
-            );
-        }
-        if self.cfg.retain_log > 0 {
-            if self.log.len() == self.cfg.retain_log {
-                self.log.pop_front();
-            }
-            self.log.push_back(entry.clone());
-        }
-        for t in &applied.triggers {
-            for ev in self.watches.fire(t, &self.state.rules) {
-                self.send_event(ev.session, ev.event_type, &ev.path);
+    /// Appends and flushes what was proposed, and finishes a snapshot being written.
+    pub(crate) fn finish(&mut self) {
+        self.settle();
+        if let Some(syncer) = self.log.syncer().filter(|_| self.needs_sync()) {
+            let started = std::time::Instant::now();
+            match syncer.sync() {
+                Ok(i) => self.durable(i, started.elapsed().as_micros() as u64),
+                Err(e) => tracing::error!(error = %e, "the last flush failed; unflushed writes were not acknowledged"),
             }
         }
-        (entry, applied)
+        self.poll_snapshot(true);
+        self.flush_replies();
     }
 
-    /// Queues a watch notification for a session, if it is connected.
-    pub fn send_event(&mut self, session: i64, event_type: i32, path: &str) {
-        let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) else { return };
-        let header = ReplyHeader { xid: WATCH_XID, zxid: -1, err: 0 };
-        let event = WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() };
-        self.queue_frame(conn, |out| {
-            use testkeeper_wire::jute::Encode;
-            testkeeper_wire::frame::put_frame(out, |out| {
-                header.encode(out);
-                event.encode(out);
-            });
-        });
-    }
-
-    /// Queues bytes (one or more whole frames) on a connection.
-    pub fn send(&mut self, conn: u64, frame: Bytes) {
-        self.queue_frame(conn, |out| out.extend_from_slice(&frame));
-    }
-
-    /// Queues a reply frame on a connection.
-    pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.last_zxid = zxid;
-        }
-        self.queue_frame(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
-    }
-
-    /// Encodes one frame into the connection's pending output (dropped if the connection is
-    /// muted). It reaches the writer at the next `flush`, in the order it was queued.
-    fn queue_frame(&mut self, conn: u64, encode: impl FnOnce(&mut BytesMut)) {
-        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
-            c.sent += 1;
-            self.stats.packets_sent += 1;
-            if c.out.is_empty() {
-                self.dirty.push(conn);
-            }
-            encode(&mut c.out);
-        }
-    }
-
-    /// Hands every connection's pending frames to its writer. The network shell calls this
-    /// whenever it releases the engine lock (`net::EngineGuard`), so nothing waits longer
-    /// than the batch that produced it.
-    pub fn flush(&mut self) {
-        for conn in std::mem::take(&mut self.dirty) {
-            self.flush_conn(conn);
-        }
-    }
-
-    /// Hands one connection's pending frames to its writer: before anything else is queued
-    /// on its channel (close, fault markers), so they keep their order.
-    pub fn flush_conn(&mut self, conn: u64) {
-        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.out.is_empty()) {
-            // `split` leaves the spare capacity behind, and `reserve` reclaims the whole
-            // buffer once the writer has dropped the frozen part: few allocations per batch.
-            let _ = c.tx.send(Out::Frame(c.out.split().freeze()));
-        }
-    }
-
-    /// Asks a connection's writer to close it after what is queued.
-    pub fn close_conn(&mut self, conn: u64) {
-        self.flush_conn(conn);
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.tx.send(Out::Close);
-        }
-    }
-
-    /// The auth identities of connection `conn`.
-    pub fn auth_of(&self, conn: u64) -> Vec<AuthId> {
-        self.conns.get(&conn).map(|c| c.auth.clone()).unwrap_or_default()
+    /// Stops serving for good and lets go of the data directory (so it can be opened again):
+    /// every later request is refused.
+    pub(crate) fn release_storage(&mut self) {
+        self.poll_snapshot(true);
+        self.stopped = true;
+        let last = self.log.last_index();
+        self.log = Box::new(MemLog::new(0, last));
+        self.unsynced.clear();
+        self.outbox.clear();
     }
 
     /// Periodic work: expire sessions whose deadline passed, collect empty containers and
     /// expired TTL nodes.
     pub fn tick(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.poll_snapshot(false);
         let now = self.clock.now_ms();
         self.expire_due(now);
         if now - self.last_gc_ms >= self.cfg.container_check_ms as i64 {
@@ -276,4 +267,13 @@ impl Engine {
             self.collect_containers_and_ttls(now);
         }
     }
+}
+
+/// 32 bytes from the operating system's generator: session passwords must not follow from
+/// anything the log prints.
+pub fn random_secret() -> [u8; 32] {
+    use rand::RngCore;
+    let mut s = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut s);
+    s
 }

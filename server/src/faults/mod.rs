@@ -2,7 +2,7 @@
 //! error code, delay its reply, reset the connection, or expire the session, chosen by op,
 //! path, session, position and a seeded probability.
 //!
-//! Faults hook into the engine's one request path at two points (see `hook`): before
+//! Faults hook into the engine's one request path at two points (`engine/faults.rs`): before
 //! dispatch (reset, drop-request, error, expire-session: the request is not carried out) and
 //! around the reply (drop-response, delay: it is). Nothing else in the engine knows faults
 //! exist.
@@ -16,10 +16,8 @@
 //! - `rule`: the grammar `KIND[:key=value,...]`, [`Rule`], [`Kind`], [`Action`].
 //! - `matcher`: op, path-glob and session filters; how a multi matches.
 //! - `events`: the bounded [`FaultEvent`] log.
-//! - `hook`: the engine side: what each action does to a request.
 
 mod events;
-pub(crate) mod hook;
 mod matcher;
 mod rule;
 

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::engine::Shared;
 use crate::fourlw;
-use crate::net::Shared;
 
 /// `GET /ready`: a standalone server always has its leader (itself).
 pub async fn ready() -> Json<serde_json::Value> {

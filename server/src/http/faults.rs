@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::net::Shared;
+use crate::engine::Shared;
 
 /// `POST /api/v1/faults`: the body is one rule. `{"id":N}`, or 400 with the parse error as
 /// plain text, readable as it is in a `curl` or CI log.

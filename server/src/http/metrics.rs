@@ -21,8 +21,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::engine::stats::{LatencyHistogram, LATENCY_BOUNDS_US};
 use crate::engine::Engine;
+use crate::engine::Shared;
 use crate::faults::Kind;
-use crate::net::Shared;
 
 type Labels = Vec<(String, String)>;
 
@@ -53,13 +53,37 @@ pub fn registry(e: &Engine) -> Registry {
     let gauge = |v: usize| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
     r.register("sessions", "Live sessions", gauge(e.sessions.len()));
     r.register("connections", "Open client connections", gauge(e.conns.len()));
-    r.register("znodes", "Znodes, system nodes included", gauge(e.state.tree.len()));
+    r.register("znodes", "Znodes, system nodes included", gauge(e.state.tree().len()));
     r.register("watches", "Registered watches", gauge(e.watches.count()));
-    r.register("ephemerals", "Ephemeral znodes", gauge(e.state.tree.ephemeral_count()));
-    r.register("zxid", "Last committed zxid", ConstGauge::new(e.state.zxid));
+    r.register("ephemerals", "Ephemeral znodes", gauge(e.state.tree().ephemeral_count()));
+    r.register("zxid", "Last committed zxid", ConstGauge::new(e.state.zxid()));
+    let l = &e.log_info;
+    let g64 = |v: u64| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+    r.register("log_last_index", "Index of the last log entry", g64(l.last_index));
+    r.register("log_durable_index", "Index of the last log entry known durable", g64(l.durable_index));
+    r.register("log_committed_index", "Index of the last committed (applied) entry", g64(e.state.last_index()));
+    r.register("snapshot_last_index", "Log index of the newest snapshot (0: none)", g64(l.last_snapshot_index));
+    r.register_with_unit(
+        "snapshot_last_size",
+        "Size of the newest snapshot file",
+        Unit::Bytes,
+        g64(l.last_snapshot_bytes),
+    );
+    let fsyncs = Counter::<u64>::default();
+    fsyncs.inc_by(l.syncs);
+    r.register("log_fsyncs", "Flushes of the log", fsyncs);
+    let fsync_seconds = Counter::<f64>::default();
+    fsync_seconds.inc_by(l.sync_us_total as f64 / 1e6);
+    r.register_with_unit("log_fsync_time", "Time spent flushing the log", Unit::Seconds, fsync_seconds);
+    r.register_with_unit(
+        "log_fsync_max_time",
+        "Longest flush of the log",
+        Unit::Seconds,
+        ConstGauge::new(l.sync_us_max as f64 / 1e6),
+    );
     // A u64 digest does not survive a float sample value; a label carries it exactly.
     let digest = Info::new(vec![
-        ("digest".to_string(), e.state.tree.digest().to_string()),
+        ("digest".to_string(), e.state.tree().digest().to_string()),
         ("enabled".to_string(), e.cfg.digest_enabled.to_string()),
     ]);
     r.register("tree_digest", "Tree digest (Keeper V5 formula), as the digest label", digest);

@@ -40,7 +40,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::warn;
 
-use crate::net::Shared;
+use crate::engine::Shared;
 
 /// How long a stopping server waits for in-flight requests before it aborts them.
 const STOP_GRACE: Duration = Duration::from_secs(2);

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use testkeeper_wire::frame::{four_letter_word, put_record, split_frame};
+use testkeeper_wire::frame::{four_letter_word, split_frame};
 use testkeeper_wire::jute::{Decode, Reader};
 use testkeeper_wire::records::connect::ConnectRequest;
 use testkeeper_wire::records::header::RequestHeader;
@@ -18,10 +18,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
-use super::{writer, Shared};
+use super::writer;
 use crate::core::flavor::Flavor;
-use crate::engine::session::Handshake;
-use crate::engine::Flow;
+use crate::engine::{Flow, Handshake, Shared};
 use crate::fourlw;
 
 /// Why reading stopped.
@@ -102,32 +101,19 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
     };
     buf.advance(n);
     let (tx, rx) = mpsc::unbounded_channel();
+    let (closed_tx, mut closed_rx) = oneshot::channel();
+    tokio::spawn(writer::run(wr, rx, closed_tx));
+    // The engine queues the handshake response itself (a new session's once its entry
+    // commits), ahead of anything else for this connection.
     let (conn, handshake) = {
         let mut engine = shared.engine();
-        let conn = engine.add_conn(peer, tx.clone());
+        let conn = engine.add_conn(peer, tx);
         (conn, engine.connect(conn, &req))
     };
-    let (closed_tx, mut closed_rx) = oneshot::channel();
-    let mut out = BytesMut::new();
-    let keep = match &handshake {
-        Handshake::Accept(resp) => {
-            put_record(&mut out, resp);
-            true
-        }
-        Handshake::Reject(resp) => {
-            put_record(&mut out, resp);
-            false
-        }
-        Handshake::Refuse(why) => {
+    if handshake != Handshake::Accept {
+        if let Handshake::Refuse(why) = handshake {
             debug!(%peer, why, "handshake refused");
-            false
         }
-    };
-    // The handshake reply goes first, ahead of anything the engine queues for this session.
-    let _ = tx.send(crate::engine::Out::Frame(out.freeze()));
-    drop(tx);
-    tokio::spawn(writer::run(wr, rx, closed_tx));
-    if !keep {
         let mut engine = shared.engine();
         engine.close_conn(conn);
         engine.disconnect(conn);

@@ -6,7 +6,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::{conn, Shared};
+use super::conn;
+use crate::engine::Shared;
 
 /// Accepts connections until `shutdown` turns true; each runs in its own task and is told to
 /// stop through the same signal.

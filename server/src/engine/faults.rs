@@ -1,17 +1,20 @@
 //! The engine side of faults: what each action does to a request on its one path through
-//! `Engine::handle`. `before` runs ahead of dispatch and may end the request there; `after`
-//! runs once dispatch has queued the reply.
+//! `Engine::handle`. `before` runs ahead of the session's order and may end the request
+//! there; `after` runs once the request has taken its place.
 //!
 //! Every action works through what a connection already has: its `Out` queue (a delay or a
 //! reset marker the writer honours), `end_session`, and a mute flag that makes `Engine::send`
 //! drop frames, so a dropped response is one whose request went through the ordinary
-//! prepare/commit/reply path and whose bytes never left.
+//! propose/commit/reply path and whose bytes never left.
 
-use testkeeper_wire::{Request, Response};
+use std::time::Instant;
+
+use testkeeper_wire::Request;
 use tracing::info;
 
-use super::Action;
-use crate::engine::{Engine, Flow, Out};
+use super::order::{Queued, Work};
+use super::{Engine, Flow, Out};
+use crate::faults::Action;
 
 /// What happens to a request after the pre-dispatch check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +30,7 @@ pub enum Step {
 impl Engine {
     /// Consults the fault rules for a request about to be dispatched, and carries out a
     /// pre-dispatch action.
-    pub(crate) fn fault_before(&mut self, conn: u64, session: i64, xid: i32, req: &Request) -> Step {
+    pub(crate) fn fault_before(&mut self, conn: u64, session: i64, xid: i32, req: &Request, started: Instant) -> Step {
         let Some(fired) = self.faults.check(req, session, xid) else {
             return Step::Dispatch;
         };
@@ -40,7 +43,8 @@ impl Engine {
             }
             Action::DropRequest => Step::Done(Flow::Close),
             Action::Error(code) => {
-                self.reply(conn, xid, self.state.zxid, code, &Response::Empty);
+                // The error reply takes the request's place in the session's order.
+                self.submit(session, Queued { conn, xid, work: Work::Fail(code), started });
                 Step::Done(Flow::Continue)
             }
             Action::ExpireSession => {
@@ -64,20 +68,12 @@ impl Engine {
         }
     }
 
-    /// Finishes a dispatched request: a muted connection is closed (its session lives on until
-    /// its timeout, so a resuming client keeps its ephemerals).
-    pub(crate) fn fault_after(&mut self, step: Step, flow: Flow) -> Flow {
+    /// Finishes a request that took its place: a muted connection is closed (its session
+    /// lives on until its timeout, so a resuming client keeps its ephemerals).
+    pub(crate) fn fault_after(&mut self, step: Step) -> Flow {
         match step {
             Step::DispatchMuted => Flow::Close,
-            _ => flow,
-        }
-    }
-
-    fn queue_out(&mut self, conn: u64, out: Out) {
-        // Replies already encoded for this connection go ahead of the marker.
-        self.flush_conn(conn);
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.tx.send(out);
+            _ => Flow::Continue,
         }
     }
 }

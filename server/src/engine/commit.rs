@@ -1,0 +1,247 @@
+//! From a decision to a reply, by index: the proposer makes the entry, the log takes it, and
+//! when the log says it is committed the one `apply` runs, the watches fire, and whoever waits
+//! for that index is answered. Entries commit in index order, so the waiters are a queue.
+//!
+//! Three speeds, one path: in memory an entry commits as soon as it is proposed; with a data
+//! directory the entries proposed under one lock are appended in one write when the lock is
+//! released, and they commit at once (`--fsync never`) or when the syncer's flush covers them
+//! (`--fsync always`, group commit).
+
+use std::time::Instant;
+
+use testkeeper_core::apply::Applied;
+use testkeeper_core::propose::Decide;
+use testkeeper_core::state::State;
+use testkeeper_core::txn::Entry;
+use testkeeper_wire::records::connect::ConnectResponse;
+use testkeeper_wire::{Request, Response};
+use tracing::error;
+
+use super::Engine;
+use crate::log::{HardState, Log};
+
+/// Who waits for a proposed entry.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// A client's write: answer it.
+    Client { conn: u64, xid: i32, req: Request, started: Instant },
+    /// A new session: send the handshake response.
+    Handshake { conn: u64, read_only: Option<bool> },
+    /// A client's closeSession: answer it (if the flavor does) and close the connection.
+    Close { conn: u64, xid: i32 },
+    /// A session ended by the server (expiry, a fault, the embedding API): close its connection.
+    Ended,
+    /// The server's own write (container and TTL collection): nobody waits.
+    Internal,
+}
+
+/// A proposed entry's waiter.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    index: u64,
+    session: i64,
+    reply: Reply,
+}
+
+/// Log and snapshot figures, for `lgif`, `mntr` and `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct LogInfo {
+    pub first_index: u64,
+    pub last_index: u64,
+    pub last_term: u64,
+    pub durable_index: u64,
+    pub last_snapshot_index: u64,
+    pub last_snapshot_bytes: u64,
+    /// How long the last snapshot held the lock (copying the state), µs.
+    pub last_snapshot_copy_us: u64,
+    /// Flushes of the log, and the time they took.
+    pub syncs: u64,
+    pub sync_us_total: u64,
+    pub sync_us_max: u64,
+}
+
+impl LogInfo {
+    pub(crate) fn of(log: &dyn Log, state: &State) -> LogInfo {
+        LogInfo {
+            first_index: log.first_index(),
+            last_index: log.last_index(),
+            last_term: log.last_term(),
+            durable_index: log.last_index(),
+            last_snapshot_index: if log.first_index() > 1 { log.first_index() - 1 } else { 0 },
+            last_snapshot_bytes: 0,
+            last_snapshot_copy_us: 0,
+            syncs: 0,
+            sync_us_total: 0,
+            sync_us_max: 0,
+        }
+        .with_applied(state.last_index())
+    }
+
+    fn with_applied(mut self, applied: u64) -> LogInfo {
+        self.last_index = self.last_index.max(applied);
+        self
+    }
+}
+
+impl Engine {
+    /// Decides the next entry for `session` and queues it for the log; `reply` waits for it.
+    pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
+        let entry = self.decide(session, what);
+        self.enqueue(session, entry, reply);
+    }
+
+    /// The proposer's decision, at the engine's clock (read once per entry, here).
+    pub(crate) fn decide(&mut self, session: i64, what: Decide<'_>) -> Entry {
+        self.proposer.propose(&self.state, session, self.clock.now_ms(), what)
+    }
+
+    /// Queues a decided entry for the log, with who waits for it.
+    pub(crate) fn enqueue(&mut self, session: i64, entry: Entry, reply: Reply) {
+        if let Some(rt) = self.sessions.get_mut(&session) {
+            rt.turn.inflight += 1;
+        }
+        self.waiting.push_back(Waiter { index: entry.index(), session, reply });
+        self.outbox.push(entry);
+        if self.in_memory {
+            // In memory: the entry commits now, and the reply is queued before the next request.
+            self.settle();
+        }
+    }
+
+    /// Appends what was proposed under this lock in one write, and commits it when the log
+    /// needs no flush first. Commits may propose more (a session's waiting writes): those are
+    /// appended next, in index order.
+    pub(crate) fn settle(&mut self) {
+        while !self.outbox.is_empty() {
+            let hard = HardState { term: self.log.hard_state().term.max(1), vote: 0, commit: self.state.last_index() };
+            if let Err(e) = self.log.append(&self.outbox, hard) {
+                // An entry that cannot be written must never be acknowledged: stop loudly.
+                error!(error = %e, "appending to the log failed; stopping");
+                panic!("log append failed: {e}");
+            }
+            self.log_info.last_index = self.log.last_index();
+            self.log_info.last_term = self.log.last_term();
+            let mut entries = std::mem::take(&mut self.outbox);
+            if self.commit_on_append {
+                self.log_info.durable_index = self.log_info.last_index;
+                for entry in entries.drain(..) {
+                    self.commit(entry);
+                }
+            } else {
+                self.unsynced.extend(entries.drain(..));
+            }
+            if self.outbox.is_empty() {
+                // Drained, not dropped: the outbox keeps its allocation for the next write.
+                self.outbox = entries;
+            }
+        }
+    }
+
+    /// The syncer made every entry up to `index` durable: they commit.
+    pub(crate) fn durable(&mut self, index: u64, sync_us: u64) {
+        self.log_info.durable_index = index;
+        self.log_info.syncs += 1;
+        self.log_info.sync_us_total += sync_us;
+        self.log_info.sync_us_max = self.log_info.sync_us_max.max(sync_us);
+        while self.unsynced.front().is_some_and(|e| e.index() <= index) {
+            let entry = self.unsynced.pop_front().expect("checked above");
+            self.commit(entry);
+        }
+    }
+
+    /// Whether appended entries wait for a flush.
+    pub(crate) fn needs_sync(&self) -> bool {
+        !self.unsynced.is_empty()
+    }
+
+    /// Applies a committed entry, fires its watches and answers whoever waits for it.
+    fn commit(&mut self, entry: Entry) {
+        let applied = match self.state.apply(&entry) {
+            Ok(a) => a,
+            Err(mismatch) => {
+                error!("{mismatch}");
+                panic!("{mismatch}");
+            }
+        };
+        self.proposer.committed(entry.index());
+        if self.cfg.digest_check_on_commit {
+            let full = self.state.tree().recompute_digest();
+            assert_eq!(
+                full,
+                applied.digest,
+                "digest check on commit failed at log index {} (zxid {:#x})",
+                entry.index(),
+                entry.zxid()
+            );
+        }
+        for t in &applied.triggers {
+            for ev in self.watches.fire(t, self.state.rules()) {
+                self.send_event(ev.session, ev.event_type, &ev.path);
+            }
+        }
+        let w = self.waiting.pop_front().expect("invariant: every proposed entry has a waiter");
+        assert_eq!(w.index, entry.index(), "invariant: entries commit in the order they were proposed");
+        self.answer(w, &entry, applied);
+        self.maybe_snapshot();
+    }
+
+    fn answer(&mut self, w: Waiter, entry: &Entry, applied: Applied) {
+        let session = w.session;
+        match w.reply {
+            Reply::Client { conn, xid, req, started } => {
+                let (err, body) = super::reply::response(&req, &applied.outcome);
+                // ZooKeeper 3.8 never answers a successful standalone check (its reply
+                // serializer fails on the missing stat); the txn still takes a zxid.
+                let unanswered =
+                    !self.state.rules().standalone_check_is_read && err == 0 && matches!(req, Request::Check(_));
+                if !unanswered {
+                    self.reply(conn, xid, entry.zxid(), err, &body);
+                }
+                self.finished(conn, req.op(), started);
+                self.done(session);
+            }
+            Reply::Handshake { conn, read_only } => {
+                let passwd = self.password(session);
+                let timeout_ms = self.sessions.get(&session).map_or(0, |s| s.timeout_ms);
+                let resp = ConnectResponse { protocol_version: 0, timeout_ms, session_id: session, passwd, read_only };
+                let mut out = bytes::BytesMut::new();
+                testkeeper_wire::frame::put_record(&mut out, &resp);
+                self.send(conn, &out);
+                tracing::info!(session = format_args!("{session:#x}"), timeout_ms, "session established");
+                self.done(session);
+            }
+            Reply::Close { conn, xid } => {
+                self.forget_session(session);
+                if self.state.rules().close_is_answered {
+                    self.reply(conn, xid, entry.zxid(), 0, &Response::Empty);
+                }
+                self.close_conn(conn);
+            }
+            Reply::Ended => {
+                if let Some(conn) = self.forget_session(session) {
+                    self.close_conn(conn);
+                }
+            }
+            Reply::Internal => {}
+        }
+    }
+
+    /// One of `session`'s entries is answered: what waited behind it may run.
+    fn done(&mut self, session: i64) {
+        if let Some(rt) = self.sessions.get_mut(&session) {
+            rt.turn.inflight -= 1;
+        }
+        self.resume(session);
+    }
+
+    /// Records a finished request's latency.
+    pub(crate) fn finished(&mut self, conn: u64, op: testkeeper_wire::OpCode, started: Instant) {
+        let us = started.elapsed().as_micros() as u64;
+        if op != testkeeper_wire::OpCode::Ping {
+            self.stats.record(op.name(), us);
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.last_latency_ms = us / 1000;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Connections as the engine sees them, and their output: every frame the engine produces is
+//! encoded into its connection's buffer and handed to the connection's writer when the lock
+//! is released (`flush`), so a batch of pipelined requests becomes one write.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use testkeeper_core::acl::AuthId;
+use testkeeper_wire::frame::put_reply;
+use testkeeper_wire::opcode::WATCH_XID;
+use testkeeper_wire::records::header::{keeper_state, ReplyHeader, WatcherEvent};
+use testkeeper_wire::Response;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::Engine;
+
+/// What a connection's writer is told to do.
+#[derive(Debug)]
+pub enum Out {
+    /// Write these bytes (one or more whole frames).
+    Frame(Bytes),
+    /// Flush what was queued before, then close the socket.
+    Close,
+    /// Flush what was queued before, then wait this long before writing anything after it
+    /// (a `delay` fault: later replies queue behind it, so FIFO order holds).
+    Delay(Duration),
+    /// Flush what was queued before, then abort the connection with a TCP reset (a `reset`
+    /// fault).
+    Reset,
+}
+
+/// A live connection, as the 4lw commands and the engine see it.
+#[derive(Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub tx: UnboundedSender<Out>,
+    /// The session bound to this connection (0 before the handshake).
+    pub session: i64,
+    pub established_ms: i64,
+    pub received: u64,
+    pub sent: u64,
+    pub last_op: &'static str,
+    pub last_xid: i32,
+    pub last_zxid: i64,
+    pub last_latency_ms: u64,
+    /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
+    /// client re-sends its credentials after reconnecting).
+    pub auth: Vec<AuthId>,
+    /// Set by a `drop-response` fault: frames for this connection are discarded until it closes.
+    pub muted: bool,
+    /// Frames encoded since the last `flush`: a batch of pipelined requests becomes one
+    /// buffer, one queue message and one writer wake-up instead of one of each per reply.
+    out: BytesMut,
+}
+
+impl Engine {
+    /// Registers a new connection and returns its id.
+    pub fn add_conn(&mut self, peer: SocketAddr, tx: UnboundedSender<Out>) -> u64 {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let established_ms = self.clock.now_ms();
+        self.conns.insert(
+            id,
+            ConnInfo {
+                peer,
+                tx,
+                session: 0,
+                established_ms,
+                received: 0,
+                sent: 0,
+                last_op: "NA",
+                last_xid: -1,
+                last_zxid: -1,
+                last_latency_ms: 0,
+                auth: Vec::new(),
+                muted: false,
+                out: BytesMut::new(),
+            },
+        );
+        id
+    }
+
+    /// Queues a watch notification for a session, if it is connected.
+    pub fn send_event(&mut self, session: i64, event_type: i32, path: &str) {
+        let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) else { return };
+        let header = ReplyHeader { xid: WATCH_XID, zxid: -1, err: 0 };
+        let event = WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() };
+        self.queue_frame(conn, |out| {
+            use testkeeper_wire::jute::Encode;
+            testkeeper_wire::frame::put_frame(out, |out| {
+                header.encode(out);
+                event.encode(out);
+            });
+        });
+    }
+
+    /// Queues bytes (one or more whole frames) on a connection.
+    pub fn send(&mut self, conn: u64, frame: &[u8]) {
+        self.queue_frame(conn, |out| out.extend_from_slice(frame));
+    }
+
+    /// Queues a reply frame on a connection.
+    pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.last_zxid = zxid;
+        }
+        self.queue_frame(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
+    }
+
+    /// Encodes one frame into the connection's pending output (dropped if the connection is
+    /// muted or gone). It reaches the writer at the next `flush`, in the order it was queued.
+    fn queue_frame(&mut self, conn: u64, encode: impl FnOnce(&mut BytesMut)) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
+            c.sent += 1;
+            self.stats.packets_sent += 1;
+            if c.out.is_empty() {
+                self.dirty.push(conn);
+            }
+            encode(&mut c.out);
+        }
+    }
+
+    /// Hands every connection's pending frames to its writer.
+    pub(crate) fn flush_replies(&mut self) {
+        for conn in std::mem::take(&mut self.dirty) {
+            self.flush_conn(conn);
+        }
+    }
+
+    /// Hands one connection's pending frames to its writer: before anything else is queued
+    /// on its channel (close, fault markers), so they keep their order.
+    pub fn flush_conn(&mut self, conn: u64) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.out.is_empty()) {
+            // `split` leaves the spare capacity behind, and `reserve` reclaims the whole
+            // buffer once the writer has dropped the frozen part: few allocations per batch.
+            let _ = c.tx.send(Out::Frame(c.out.split().freeze()));
+        }
+    }
+
+    /// Puts a marker (delay, reset) on a connection's queue behind what is already encoded.
+    pub(crate) fn queue_out(&mut self, conn: u64, out: Out) {
+        self.flush_conn(conn);
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(out);
+        }
+    }
+
+    /// Asks a connection's writer to close it after what is queued.
+    pub fn close_conn(&mut self, conn: u64) {
+        self.queue_out(conn, Out::Close);
+    }
+
+    /// The auth identities of connection `conn`.
+    pub fn auth_of(&self, conn: u64) -> Vec<AuthId> {
+        self.conns.get(&conn).map(|c| c.auth.clone()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,85 @@
+//! ZooKeeper's FIFO-per-session promise with writes in flight: a session's writes are proposed
+//! as they arrive (many may be uncommitted at once), but anything else it sends (a read, a
+//! ping, an auth, a watch change, a fault's error reply) waits until every write before it has
+//! committed, and once something waits, everything after it waits too. So a read sees the
+//! session's earlier writes, and replies leave in request order, as clients require.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use testkeeper_wire::Request;
+
+use super::Engine;
+
+/// What a queued request turns into when its turn comes.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// An ordinary request.
+    Req(Request),
+    /// A fault replaced the request with this error reply.
+    Fail(i32),
+    /// An opcode the flavor does not know (the reply, if any, then the close).
+    Unknown(i32),
+}
+
+/// A request waiting for its turn.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub conn: u64,
+    pub xid: i32,
+    pub work: Work,
+    pub started: Instant,
+}
+
+/// A session's place in the order: its uncommitted writes and what waits behind them.
+#[derive(Debug, Default)]
+pub(crate) struct Turn {
+    /// Proposed entries of this session not committed yet.
+    pub inflight: u32,
+    pub queued: VecDeque<Queued>,
+}
+
+impl Engine {
+    /// Whether `work` is proposed (goes through the log) rather than answered locally.
+    pub(crate) fn is_write(&self, work: &Work) -> bool {
+        match work {
+            Work::Req(req) => super::dispatch::is_write(req, self.state.rules()),
+            Work::Fail(_) | Work::Unknown(_) => false,
+        }
+    }
+
+    /// Runs `q` now if its session lets it, else queues it behind the session's writes.
+    pub(crate) fn submit(&mut self, session: i64, q: Queued) {
+        let write = self.is_write(&q.work);
+        let Some(rt) = self.sessions.get_mut(&session) else { return };
+        let turn = &mut rt.turn;
+        if !turn.queued.is_empty() || (!write && turn.inflight > 0) {
+            turn.queued.push_back(q);
+            return;
+        }
+        self.run(session, q);
+    }
+
+    /// One of `session`'s entries committed: runs what was waiting for it, in order, until
+    /// something has to wait again.
+    pub(crate) fn resume(&mut self, session: i64) {
+        loop {
+            let Some(rt) = self.sessions.get_mut(&session) else { return };
+            if rt.closing {
+                // Its end is proposed: what it queued after that never runs.
+                rt.turn.queued.clear();
+                return;
+            }
+            let Some(front) = rt.turn.queued.front() else { return };
+            let write = match &front.work {
+                Work::Req(req) => super::dispatch::is_write(req, self.state.rules()),
+                _ => false,
+            };
+            if !write && rt.turn.inflight > 0 {
+                return;
+            }
+            let q = rt.turn.queued.pop_front().expect("checked above");
+            self.run(session, q);
+        }
+    }
+}

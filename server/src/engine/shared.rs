@@ -1,0 +1,172 @@
+//! The one way into the engine: a lock whose release appends what was proposed under it, in
+//! one write, and hands every reply to its connection's writer; and, for a log that must be
+//! flushed, the syncer thread that flushes outside the lock and commits what the flush covers.
+//!
+//! Group commit falls out of this shape: while one flush runs, every lock holder keeps
+//! appending, and the next flush covers all of them.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tracing::error;
+
+use super::Engine;
+use crate::config::{Fsync, ServerConfig};
+use crate::log::Syncer;
+
+/// What every connection task, the HTTP endpoint and the embedding API share.
+pub struct Shared {
+    pub cfg: Arc<ServerConfig>,
+    engine: Mutex<Engine>,
+    /// Wakes the syncer: `true` when appended entries wait for a flush, and whether to stop.
+    wake: Mutex<Wake>,
+    cond: Condvar,
+    syncer_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Debug, Default)]
+struct Wake {
+    pending: bool,
+    stop: bool,
+}
+
+impl Shared {
+    /// Wraps an engine; with a log that needs flushing before an entry counts (`--fsync
+    /// always`), starts the syncer thread.
+    pub fn new(cfg: Arc<ServerConfig>, engine: Engine) -> Arc<Shared> {
+        let syncer = engine.syncer().filter(|_| cfg.fsync == Fsync::Always);
+        let shared = Arc::new(Shared {
+            cfg,
+            engine: Mutex::new(engine),
+            wake: Mutex::new(Wake::default()),
+            cond: Condvar::new(),
+            syncer_thread: Mutex::new(None),
+        });
+        if let Some(syncer) = syncer {
+            let weak = Arc::downgrade(&shared);
+            let handle = std::thread::Builder::new()
+                .name("testkeeper-syncer".into())
+                .spawn(move || sync_loop(&weak, syncer.as_ref()))
+                .expect("spawning the syncer thread");
+            *shared.syncer_thread.lock().expect("syncer handle") = Some(handle);
+        }
+        shared
+    }
+
+    /// Locks the engine. A panic inside the engine is a broken invariant: the poison is not
+    /// cleared, so every later request fails loudly instead of serving a diverged tree.
+    pub(crate) fn engine(&self) -> EngineGuard<'_> {
+        EngineGuard {
+            engine: self
+                .engine
+                .lock()
+                .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve")),
+            shared: self,
+        }
+    }
+
+    /// Stops the syncer thread; `drain` lets it flush what it was told about first.
+    fn stop_syncer(&self, drain: bool) {
+        {
+            let mut w = self.wake.lock().expect("wake lock");
+            w.stop = true;
+            if !drain {
+                w.pending = false;
+            }
+        }
+        self.cond.notify_all();
+        let handle = self.syncer_thread.lock().expect("syncer handle").take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    /// A clean shutdown: what was proposed is appended and flushed (and so committed and
+    /// answered), a snapshot being written finishes, and the storage is released so the data
+    /// directory can be opened again.
+    pub fn close(&self) {
+        self.stop_syncer(true);
+        let mut e = self.engine();
+        e.finish();
+        e.release_storage();
+    }
+
+    /// A crash: nothing more is appended or flushed, and the storage is released as it is (a
+    /// snapshot being written finishes first: a crash just after it).
+    pub fn abandon(&self) {
+        self.stop_syncer(false);
+        let mut e = self.engine.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.release_storage();
+    }
+
+    fn notify_syncer(&self) {
+        self.wake.lock().expect("wake lock").pending = true;
+        self.cond.notify_one();
+    }
+}
+
+/// Flushes whenever entries wait, then commits what the flush covered, until told to stop.
+fn sync_loop(shared: &Weak<Shared>, syncer: &dyn Syncer) {
+    loop {
+        {
+            let Some(s) = shared.upgrade() else { return };
+            let mut w = s.wake.lock().expect("wake lock");
+            while !w.pending && !w.stop {
+                w = s.cond.wait(w).expect("wake lock");
+            }
+            if w.stop && !w.pending {
+                return;
+            }
+            w.pending = false;
+        }
+        let started = Instant::now();
+        let durable = match syncer.sync() {
+            Ok(i) => i,
+            Err(e) => {
+                // An entry that cannot be made durable must never be acknowledged.
+                error!(error = %e, "flushing the log failed; stopping");
+                panic!("log flush failed: {e}");
+            }
+        };
+        let us = started.elapsed().as_micros() as u64;
+        let Some(s) = shared.upgrade() else { return };
+        s.engine().durable(durable, us);
+    }
+}
+
+/// The locked engine. Releasing it appends what was proposed and hands what was answered to
+/// the connections' writers, so every caller, batch or not, sends what it queued.
+pub struct EngineGuard<'a> {
+    engine: MutexGuard<'a, Engine>,
+    shared: &'a Shared,
+}
+
+impl Deref for EngineGuard<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        // A panic inside the engine is a broken invariant: send nothing more of that state.
+        if std::thread::panicking() {
+            return;
+        }
+        self.engine.settle();
+        self.engine.flush_replies();
+        if self.engine.needs_sync() {
+            self.shared.notify_syncer();
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The engine's side of snapshots: when one is due (every `snapshot_distance` committed
+//! entries, or `csnp`), the committed state is copied under the lock and written by the
+//! snapshotter's thread; when the file is durable the log is compacted below it.
+
+use std::time::Instant;
+
+use tracing::{error, info};
+
+use super::Engine;
+
+impl Engine {
+    /// Starts a snapshot if one is due.
+    pub(crate) fn maybe_snapshot(&mut self) {
+        if self.snapshotter.as_ref().is_some_and(|s| s.due(self.state.last_index())) {
+            self.start_snapshot();
+        }
+    }
+
+    /// Starts a snapshot of the committed state now (`csnp`); returns its index, or `None`
+    /// in memory or while one is being written.
+    pub fn request_snapshot(&mut self) -> Option<u64> {
+        if self.snapshotter.as_ref().is_none_or(|s| s.busy()) {
+            return None;
+        }
+        Some(self.start_snapshot())
+    }
+
+    fn start_snapshot(&mut self) -> u64 {
+        let started = Instant::now();
+        let copy = self.state.clone();
+        self.log_info.last_snapshot_copy_us = started.elapsed().as_micros() as u64;
+        let index = copy.last_index();
+        self.snapshotter.as_mut().expect("checked by the callers").start(copy);
+        index
+    }
+
+    /// Picks up a finished snapshot (waiting for it with `wait`) and compacts the log.
+    pub(crate) fn poll_snapshot(&mut self, wait: bool) {
+        let Some(s) = self.snapshotter.as_mut() else { return };
+        match s.poll(wait) {
+            None => {}
+            Some(Ok(t)) => {
+                let below = s.compact_below(t.index);
+                info!(index = t.index, bytes = t.bytes, write_ms = t.write_ms, file = %t.path.display(), "snapshot written");
+                self.log_info.last_snapshot_index = t.index;
+                self.log_info.last_snapshot_bytes = t.bytes;
+                if let Err(e) = self.log.compact_to(below) {
+                    error!(error = %e, "compacting the log below the snapshot failed; it stays whole");
+                }
+                self.log_info.first_index = self.log.first_index();
+            }
+            Some(Err(e)) => error!(error = %e, "writing a snapshot failed; the log is kept whole"),
+        }
+    }
+}

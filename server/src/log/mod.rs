@@ -1,0 +1,127 @@
+//! The log: entries in index order, behind one [`Log`] abstraction with three backends.
+//!
+//! - [`memory::MemLog`]: in memory, bounded; an append is as durable as it will ever be.
+//! - [`sled::SledLog`]: one sled database per server; each append writes its entries, the hard
+//!   state and the metadata in one batch, and an entry counts as durable only after a
+//!   `flush` that started after it was written (group commit: one flush covers every append
+//!   before it).
+//! - [`sim::SimLog`]: a simulated disk for tests that knows its fsync boundary and, on a
+//!   simulated crash, loses the unsynced tail or tears the last record.
+//!
+//! Every stored record is versioned and checksummed (`record`); what is inside is the core's
+//! entry encoding (`testkeeper_core::codec`).
+//!
+//! # Layout
+//! - this file: [`Log`], [`Syncer`], [`HardState`], [`LogError`].
+//! - `record`: the on-disk record framing (version, checksum, index, term, payload).
+//! - `memory`, `sled`, `sim`: the backends.
+
+pub mod memory;
+pub mod record;
+pub mod sim;
+pub mod sled;
+
+use std::fmt;
+use std::sync::Arc;
+
+use testkeeper_core::txn::Entry;
+
+/// Raft's persistent state besides the entries (term, vote, commit), and ours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HardState {
+    pub term: u64,
+    pub vote: u64,
+    pub commit: u64,
+}
+
+/// Why the log cannot be read or written. Every variant names where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogError {
+    /// The storage itself failed (I/O, sled).
+    Io { what: String },
+    /// A record failed its checksum or did not decode.
+    Corrupt { file: String, index: u64, why: String },
+    /// Records are missing between two indexes.
+    Gap { file: String, after: u64, next: u64 },
+    /// An index outside what the log holds was asked for.
+    Unavailable { index: u64, first: u64, last: u64 },
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogError::Io { what } => write!(f, "log storage failed: {what}"),
+            LogError::Corrupt { file, index, why } => {
+                write!(f, "{file}: log record at index {index} is corrupt: {why}")
+            }
+            LogError::Gap { file, after, next } => {
+                write!(f, "{file}: log indexes are not contiguous: index {after} is followed by {next}")
+            }
+            LogError::Unavailable { index, first, last } => {
+                write!(f, "log index {index} is not held (the log holds {first}..={last})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// Makes appended entries durable, from any thread: the engine appends under its lock and a
+/// syncer thread flushes outside it, so one flush covers every append that came before it.
+pub trait Syncer: Send + Sync {
+    /// Makes durable everything appended before the call; returns the last index now durable.
+    ///
+    /// # Errors
+    /// The storage's failure: the entries after the durable index must not be acknowledged.
+    fn sync(&self) -> Result<u64, LogError>;
+
+    /// The last index appended (durable or not).
+    fn appended(&self) -> u64;
+}
+
+/// An ordered, contiguous sequence of entries from `first_index()` to `last_index()`.
+pub trait Log: Send {
+    /// Appends `entries`, which must follow `last_index()` contiguously, with `hard` as the
+    /// hard state, in one write. They are durable once a [`Syncer`] says so (or at once, when
+    /// the backend has none).
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError>;
+
+    /// Entries with `from <= index < to`.
+    ///
+    /// # Errors
+    /// An index the log no longer (or never) held, or a record that does not verify.
+    fn entries(&self, from: u64, to: u64) -> Result<Vec<Entry>, LogError>;
+
+    /// Removes every entry from `index` on (a follower's conflicting suffix).
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn truncate_from(&mut self, index: u64) -> Result<(), LogError>;
+
+    /// Removes every entry before `index` (covered by a snapshot).
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn compact_to(&mut self, index: u64) -> Result<(), LogError>;
+
+    /// The first index held (`last_index() + 1` when empty).
+    fn first_index(&self) -> u64;
+
+    /// The last index held (the snapshot's, when empty after compaction).
+    fn last_index(&self) -> u64;
+
+    /// The term of the last entry.
+    fn last_term(&self) -> u64;
+
+    /// The hard state last appended.
+    fn hard_state(&self) -> HardState;
+
+    /// Whether entries survive the process (a restart finds them).
+    fn persistent(&self) -> bool;
+
+    /// The syncer, for backends whose appends are not durable until flushed.
+    fn syncer(&self) -> Option<Arc<dyn Syncer>>;
+}

@@ -1,0 +1,267 @@
+//! A data directory, and recovery from it.
+//!
+//! ```text
+//! DATA_DIR/
+//!   log/                         the sled database (log/sled.rs): entries, hard state, metadata
+//!   snapshots/snapshot_<i>.bin.zst   the state at index i (storage/snapshots.rs)
+//! ```
+//!
+//! Recovery loads the newest snapshot, recomputes its digest and compares it with the stored
+//! one, replays the log after it with the per-entry digest check, and restores the sessions
+//! with their timeouts. A torn last log record is dropped with a warning naming the file and
+//! index. Anything else that does not verify (a bad checksum in the middle, a snapshot whose
+//! digest differs, a gap in the indexes, a log missing under existing snapshots, a data
+//! directory made with another flavor) refuses to start with an error that names the file, the
+//! index and what differed; nothing is overwritten or deleted.
+//!
+//! # Layout
+//! - this file: [`open`], [`StorageError`].
+//! - `snapshots`: snapshot files (write, list, read, prune).
+//! - `snapshotter`: taking snapshots while serving, and compacting the log under them.
+
+pub mod snapshots;
+pub mod snapshotter;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use testkeeper_core::snapshot;
+use testkeeper_core::state::State;
+use tracing::{info, warn};
+
+use crate::config::{LogBackend, ServerConfig};
+use crate::engine::{random_secret, Engine, Start};
+use crate::log::sim::SimLog;
+use crate::log::sled::{Meta, SledLog};
+use crate::log::{Log, LogError};
+
+/// Why a data directory cannot be served. Every variant names the file, and the index where
+/// there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageError {
+    Log(LogError),
+    Io {
+        file: PathBuf,
+        why: String,
+    },
+    Snapshot {
+        file: PathBuf,
+        index: u64,
+        why: String,
+    },
+    /// A log entry does not replay (its digest differs after applying it).
+    Replay {
+        file: String,
+        index: u64,
+        why: String,
+    },
+    /// The directory was made for another server configuration.
+    Mismatch {
+        file: PathBuf,
+        what: String,
+    },
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageError::Log(e) => write!(f, "{e}"),
+            StorageError::Io { file, why } => write!(f, "{}: {why}", file.display()),
+            StorageError::Snapshot { file, index, why } => {
+                write!(f, "{}: snapshot at index {index}: {why}", file.display())
+            }
+            StorageError::Replay { file, index, why } => {
+                write!(f, "{file}: log entry at index {index} does not replay: {why}")
+            }
+            StorageError::Mismatch { file, what } => write!(f, "{}: {what}", file.display()),
+        }
+    }
+}
+
+impl std::error::Error for StorageError {}
+
+impl From<LogError> for StorageError {
+    fn from(e: LogError) -> StorageError {
+        StorageError::Log(e)
+    }
+}
+
+/// What recovery found, for the log line and the embedding API.
+#[derive(Debug, Clone, Default)]
+pub struct Recovery {
+    /// The snapshot loaded (index, file size), if any.
+    pub snapshot: Option<(u64, u64)>,
+    /// Entries replayed after it.
+    pub replayed: u64,
+    pub warnings: Vec<String>,
+}
+
+/// The snapshot directory of `data_dir`.
+pub fn snapshot_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("snapshots")
+}
+
+/// Opens `cfg.data_dir` (creating it if new) and recovers the state it holds.
+///
+/// # Errors
+/// See [`StorageError`]: nothing is changed on disk when recovery refuses.
+pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), StorageError> {
+    let dir = cfg.data_dir.as_deref().expect("open is only called with a data directory");
+    std::fs::create_dir_all(dir).map_err(|e| StorageError::Io { file: dir.to_path_buf(), why: e.to_string() })?;
+    let log_dir = dir.join("log");
+    let (backend, meta, warnings) = match &cfg.log_backend {
+        LogBackend::Sled => {
+            let opened = SledLog::open(&log_dir)?;
+            (Backend::Sled(opened.log), opened.meta, opened.warnings)
+        }
+        LogBackend::Sim(disk) => {
+            let (log, meta, warnings) = SimLog::open(disk)?;
+            (Backend::Sim(log), meta, warnings)
+        }
+    };
+    let log = backend.as_log();
+    let snap_dir = snapshot_dir(dir);
+    let io = |e: std::io::Error| StorageError::Io { file: snap_dir.clone(), why: e.to_string() };
+    let (files, stray) = snapshots::list(&snap_dir).map_err(io)?;
+    for s in &stray {
+        warn!(file = %s.display(), "ignoring an incomplete snapshot (a write interrupted by a crash)");
+    }
+    let meta = match meta {
+        Some(m) => check_meta(cfg, &log_dir, m)?,
+        None => {
+            if let Some(newest) = files.last() {
+                return Err(StorageError::Mismatch {
+                    file: log_dir,
+                    what: format!(
+                        "the log holds no metadata, but {} (index {}) exists: the log was deleted or replaced",
+                        newest.path.display(),
+                        newest.index
+                    ),
+                });
+            }
+            if log.last_index() > 0 {
+                return Err(StorageError::Mismatch {
+                    file: log_dir,
+                    what: "the log has entries but no metadata".into(),
+                });
+            }
+            let opts = Engine::fresh_options(cfg, now_ms);
+            let meta = Meta {
+                flavor: cfg.flavor.to_string(),
+                digest_enabled: cfg.digest_enabled,
+                zk_session_base: opts.rules.first_session_id,
+                secret: random_secret(),
+                feature_flags: opts.feature_flags,
+                api_version: opts.api_version,
+            };
+            backend.write_meta(&meta)?;
+            meta
+        }
+    };
+    let log: Box<dyn Log> = backend.boxed();
+    let opts = testkeeper_core::state::StateOptions {
+        rules: testkeeper_core::flavor::Rules::new(cfg.flavor, meta.zk_session_base),
+        digest_enabled: meta.digest_enabled,
+        feature_flags: meta.feature_flags.clone(),
+        api_version: meta.api_version.clone(),
+        zookeeper_config: Vec::new(),
+    };
+    let mut recovery = Recovery { warnings, ..Recovery::default() };
+    let mut state = match files.last() {
+        None => State::new(&opts),
+        Some(f) => {
+            let bad = |why: String| StorageError::Snapshot { file: f.path.clone(), index: f.index, why };
+            let body = snapshots::read(&f.path).map_err(|e| bad(e.to_string()))?;
+            let state = snapshot::read(&body, &opts.rules, |_| {}).map_err(|e| bad(e.to_string()))?;
+            if state.last_index() != f.index {
+                return Err(bad(format!(
+                    "the file name says index {}, the snapshot holds {}",
+                    f.index,
+                    state.last_index()
+                )));
+            }
+            let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+            recovery.snapshot = Some((f.index, size));
+            state
+        }
+    };
+    let log_name = log_dir.display().to_string();
+    let from = state.last_index() + 1;
+    if log.first_index() > from {
+        return Err(LogError::Gap { file: log_name, after: state.last_index(), next: log.first_index() }.into());
+    }
+    // Replay in chunks: the log may hold hundreds of thousands of entries.
+    let mut next = from;
+    while next <= log.last_index() {
+        let to = (next + 4096).min(log.last_index() + 1);
+        for e in log.entries(next, to)? {
+            state.apply(&e).map_err(|m| StorageError::Replay {
+                file: log_name.clone(),
+                index: e.index(),
+                why: m.to_string(),
+            })?;
+            recovery.replayed += 1;
+        }
+        next = to;
+    }
+    info!(
+        dir = %dir.display(),
+        snapshot = ?recovery.snapshot.map(|s| s.0),
+        replayed = recovery.replayed,
+        last_index = state.last_index(),
+        sessions = state.sessions().len(),
+        "recovered the data directory"
+    );
+    Ok((Start { state, log, secret: meta.secret }, recovery))
+}
+
+/// The log as opened, before it is boxed: the metadata of a new directory is written through
+/// the backend it describes.
+enum Backend {
+    Sled(SledLog),
+    Sim(SimLog),
+}
+
+impl Backend {
+    fn as_log(&self) -> &dyn Log {
+        match self {
+            Backend::Sled(l) => l,
+            Backend::Sim(l) => l,
+        }
+    }
+
+    fn write_meta(&self, meta: &Meta) -> Result<(), StorageError> {
+        match self {
+            Backend::Sled(l) => l.write_meta(meta)?,
+            Backend::Sim(l) => l.write_meta(meta),
+        }
+        Ok(())
+    }
+
+    fn boxed(self) -> Box<dyn Log> {
+        match self {
+            Backend::Sled(l) => Box::new(l),
+            Backend::Sim(l) => Box::new(l),
+        }
+    }
+}
+
+fn check_meta(cfg: &ServerConfig, log_dir: &Path, meta: Meta) -> Result<Meta, StorageError> {
+    let mismatch = |what: String| Err(StorageError::Mismatch { file: log_dir.to_path_buf(), what });
+    if meta.flavor != cfg.flavor.to_string() {
+        return mismatch(format!("the data directory was made with --flavor {}, not {}", meta.flavor, cfg.flavor));
+    }
+    if meta.digest_enabled != cfg.digest_enabled {
+        let (was, now) =
+            if meta.digest_enabled { ("on", "--no-digest") } else { ("off (--no-digest)", "the digest on") };
+        return mismatch(format!("the data directory was made with the digest {was}; it cannot be served with {now}"));
+    }
+    let flags = cfg.feature_flags.to_bytes();
+    if meta.feature_flags != flags {
+        return mismatch(format!(
+            "the data directory was made with feature flags {:?}, not {:?} (--feature-flags)",
+            meta.feature_flags, flags
+        ));
+    }
+    Ok(meta)
+}

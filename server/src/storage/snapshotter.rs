@@ -1,0 +1,113 @@
+//! Taking snapshots while serving: every `snapshot_distance` committed entries (and on `csnp`)
+//! the engine hands a copy of the committed state to a background thread, which serializes,
+//! compresses and writes it; when the file is durable the engine compacts the log below it
+//! (keeping `reserved_log_items`) and removes snapshots beyond `snapshots_to_keep`.
+//!
+//! The lock is held only for the copy (`State::clone`), not for the serialization and
+//! compression, which take several times longer (docs/performance.md measures both at 1M
+//! znodes).
+
+use std::io;
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use testkeeper_core::snapshot;
+use testkeeper_core::state::State;
+
+use super::snapshots;
+
+/// A finished snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub index: u64,
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Time spent off the lock, serializing and writing.
+    pub write_ms: u64,
+}
+
+/// The snapshot schedule of one data directory.
+#[derive(Debug)]
+pub struct Snapshotter {
+    dir: PathBuf,
+    distance: u64,
+    keep: usize,
+    reserved: u64,
+    /// Index of the newest snapshot on disk (0: none).
+    last: u64,
+    running: Option<(u64, JoinHandle<io::Result<Taken>>)>,
+}
+
+impl Snapshotter {
+    /// The schedule for `dir`, whose newest snapshot is at `last`.
+    pub fn new(dir: PathBuf, distance: u64, keep: usize, reserved: u64, last: u64) -> Snapshotter {
+        Snapshotter { dir, distance: distance.max(1), keep, reserved, last, running: None }
+    }
+
+    /// The snapshot directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Whether a snapshot of a state at `applied` is due.
+    pub fn due(&self, applied: u64) -> bool {
+        self.running.is_none() && applied >= self.last + self.distance
+    }
+
+    /// Whether one is being written.
+    pub fn busy(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Index of the newest snapshot on disk.
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+
+    /// Starts writing a snapshot of `state` (a copy the caller made under its lock).
+    ///
+    /// # Panics
+    /// When one is already being written (check `busy`).
+    pub fn start(&mut self, state: State) {
+        assert!(self.running.is_none(), "invariant: one snapshot at a time");
+        let (dir, index) = (self.dir.clone(), state.last_index());
+        let handle = std::thread::Builder::new()
+            .name("testkeeper-snapshot".into())
+            .spawn(move || {
+                let started = Instant::now();
+                let body = snapshot::write(&state);
+                drop(state);
+                let (path, bytes) = snapshots::write(&dir, index, &body)?;
+                Ok(Taken { index, path, bytes, write_ms: started.elapsed().as_millis() as u64 })
+            })
+            .expect("spawning the snapshot thread");
+        self.running = Some((index, handle));
+    }
+
+    /// The snapshot that finished since the last call, if any: the caller compacts the log to
+    /// [`compact_below`](Self::compact_below) and the old files are pruned here.
+    ///
+    /// # Errors
+    /// The write failed (the log is not compacted; the next snapshot tries again).
+    pub fn poll(&mut self, wait: bool) -> Option<io::Result<Taken>> {
+        let finished = self.running.as_ref().is_some_and(|(_, h)| h.is_finished());
+        if !finished && !wait {
+            return None;
+        }
+        let (_, handle) = self.running.take()?;
+        let result = handle.join().unwrap_or_else(|_| Err(io::Error::other("the snapshot thread panicked")));
+        if let Ok(t) = &result {
+            self.last = t.index;
+            if let Err(e) = snapshots::prune(&self.dir, self.keep) {
+                return Some(Err(e));
+            }
+        }
+        Some(result)
+    }
+
+    /// The first log index to keep once the snapshot at `index` is durable.
+    pub fn compact_below(&self, index: u64) -> u64 {
+        index.saturating_sub(self.reserved) + 1
+    }
+}
