@@ -75,6 +75,23 @@ pub struct StatFields {
 }
 
 impl StatFields {
+    /// The fields of a stored node: its stat, and what the tree keeps beside it.
+    pub fn new(s: &crate::node::NodeStat, owner: i64, num_children: i32, ttl: i64) -> StatFields {
+        StatFields {
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            ctime: s.ctime,
+            mtime: s.mtime,
+            version: s.version,
+            cversion: s.cversion,
+            aversion: s.aversion,
+            ephemeral_owner: owner,
+            num_children,
+            pzxid: s.pzxid,
+            ttl,
+        }
+    }
+
     fn of(n: &DigestInput<'_>) -> StatFields {
         StatFields {
             czxid: n.czxid,

@@ -65,20 +65,8 @@ struct Pnode {
 
 impl Pnode {
     fn fields(&self) -> StatFields {
-        let (v, s) = (&self.view, &self.view.stat);
-        StatFields {
-            czxid: s.czxid,
-            mzxid: s.mzxid,
-            ctime: s.ctime,
-            mtime: s.mtime,
-            version: s.version,
-            cversion: s.cversion,
-            aversion: s.aversion,
-            ephemeral_owner: v.owner,
-            num_children: v.num_children,
-            pzxid: s.pzxid,
-            ttl: v.ttl,
-        }
+        let v = &self.view;
+        StatFields::new(&v.stat, v.owner, v.num_children, v.ttl)
     }
 
     /// Recomputes the digest from the prefix (0 when the digest is off).

@@ -40,20 +40,7 @@ impl<'a> NodeRef<'a> {
 
     /// The digest's fields after the path and data, as the node stands.
     pub fn digest_fields(&self, path: &str) -> StatFields {
-        let s = self.stat;
-        StatFields {
-            czxid: s.czxid,
-            mzxid: s.mzxid,
-            ctime: s.ctime,
-            mtime: s.mtime,
-            version: s.version,
-            cversion: s.cversion,
-            aversion: s.aversion,
-            ephemeral_owner: self.owner(),
-            num_children: self.num_children() as i32,
-            pzxid: s.pzxid,
-            ttl: self.tree.ttl_of(path),
-        }
+        StatFields::new(&self.stat, self.owner(), self.num_children() as i32, self.tree.ttl_of(path))
     }
 
     /// Number of children.
