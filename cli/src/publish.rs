@@ -1,12 +1,16 @@
 //! `testkeeper publish`: one ADR 0067 publication against a running server (with simulated
-//! hosts), writing the normalized result as JSON; or `--chaos`, the fault sweep against
-//! embedded servers, or with `--target` and `--admin` against a running one. See docs/publisher.md.
+//! hosts), writing the normalized result as JSON and describing it in words; with
+//! `--reference`, the same publication against a second server and the difference of the two
+//! normalized results; or `--chaos`, the fault sweep against embedded servers, or with
+//! `--target` and `--admin` against a running one. See docs/publisher.md.
 
 use clap::Args;
 use testkeeper_publisher::admin::Admin;
 use testkeeper_publisher::chaos::{sweep, Remote, SweepConfig, SweepReport};
 use testkeeper_publisher::hosts::{Behavior, Hosts};
 use testkeeper_publisher::{run, Breakage, Config, Link};
+
+use testkeeper_conformance::diff::{json_diff, KeyDiff};
 
 use crate::addr::HostPort;
 
@@ -21,6 +25,10 @@ pub struct PublishArgs {
     /// --chaos installs its fault rules and reads what fired.
     #[arg(long, requires = "chaos", value_parser = crate::addr::http_endpoint)]
     admin: Option<String>,
+    /// A second server to run the same publication against (same seed, same hosts): both are
+    /// described, and the difference of their normalized results printed; exit 1 if any.
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port, conflicts_with = "chaos")]
+    reference: Option<HostPort>,
     /// Expected hosts (simulated DDL workers).
     #[arg(long, default_value_t = 3)]
     hosts: usize,
@@ -60,22 +68,61 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         let sweep = SweepConfig { hosts: args.hosts, seed: args.seed, breakage, max_runs: args.max_runs, remote };
         return chaos(&sweep).await;
     }
-    let addr = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?.reachable().await;
+    let target = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?;
+    let report = publish_once(target.reachable().await, &args, breakage).await?;
+    let Some(reference) = &args.reference else {
+        write_json(&args, &report.normalized())?;
+        eprint!("{}", report.summary(&format!("publish on {target}")));
+        return Ok(());
+    };
+    let other = publish_once(reference.reachable().await, &args, breakage).await?;
+    print!("{}", report.summary(&format!("target {target}")));
+    print!("{}", other.summary(&format!("reference {reference}")));
+    let (a, b) = (report.normalized(), other.normalized());
+    let mut diffs = json_diff(&a, &b);
+    // What a person looks at first: the outcome, why, the phases and the permits.
+    let rank = |k: &str| ["outcome", "reason", "phases", "permits"].iter().position(|p| k.starts_with(p)).unwrap_or(9);
+    diffs.sort_by_key(|d| rank(&d.key));
+    write_json(&args, &serde_json::json!({"target": a, "reference": b, "differences": diffs}))?;
+    if diffs.is_empty() {
+        println!("no difference: the normalized results of {target} and {reference} are equal");
+        return Ok(());
+    }
+    println!("{} difference(s) in the normalized results:", diffs.len());
+    for d in &diffs {
+        println!("  {}: target {} / reference {}", d.key, KeyDiff::show(&d.target), KeyDiff::show(&d.reference));
+    }
+    Err(format!("the publication differs between {target} and {reference}"))
+}
+
+/// One publication through `addr`, with simulated hosts that succeed.
+async fn publish_once(
+    addr: std::net::SocketAddr,
+    args: &PublishArgs,
+    breakage: Option<Breakage>,
+) -> Result<testkeeper_publisher::Report, String> {
     let cfg = Config::new("db.events", args.hosts, args.seed);
     let hosts = Hosts::start(addr, &cfg.ddl_queue, &cfg.sim_root, vec![Behavior::Succeed; args.hosts])
         .await
-        .map_err(|e| e.to_string())?;
-    let mut link = Link::connect(addr).await.map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut link = Link::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
     link.breakage = breakage;
     let report = run::publish(&mut link, &cfg).await;
     hosts.stop();
-    let json = serde_json::to_string_pretty(&report.normalized()).map_err(|e| e.to_string())?;
+    Ok(report)
+}
+
+/// Writes `value` to --json, or to stdout without one.
+fn write_json(args: &PublishArgs, value: &serde_json::Value) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
     match &args.json {
-        Some(path) => std::fs::write(path, json + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?,
-        None => println!("{json}"),
+        Some(path) => std::fs::write(path, json + "\n").map_err(|e| format!("writing {}: {e}", path.display())),
+        None if args.reference.is_none() => {
+            println!("{json}");
+            Ok(())
+        }
+        None => Ok(()),
     }
-    eprintln!("publish: outcome {:?} {}", report.outcome, report.reason);
-    Ok(())
 }
 
 /// Runs `sweep` with the log at `warn` unless RUST_LOG says otherwise: the embedded servers

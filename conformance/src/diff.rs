@@ -70,6 +70,25 @@ fn flat(line: Option<&Line>) -> BTreeMap<String, Value> {
     out
 }
 
+/// The keys where two JSON values differ, each side's value flattened as in a transcript diff
+/// (`a.b`, `a.2.c`); used for results that are not transcripts (the publisher's).
+pub fn json_diff(target: &Value, reference: &Value) -> Vec<KeyDiff> {
+    let (mut ft, mut fr) = (BTreeMap::new(), BTreeMap::new());
+    flatten("", target, &mut ft);
+    flatten("", reference, &mut fr);
+    let mut keys: Vec<&String> = ft.keys().chain(fr.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| ft.get(*k) != fr.get(*k))
+        .map(|k| KeyDiff {
+            key: k.trim_start_matches('.').to_string(),
+            target: ft.get(k).cloned(),
+            reference: fr.get(k).cloned(),
+        })
+        .collect()
+}
+
 /// Compares one scenario's target lines with its reference lines (`scenario` is `None` for
 /// the proxy's replies, which belong to no scenario).
 pub fn diff(scenario: Option<&str>, target: &[Line], reference: &[Line], flavors_differ: bool) -> Vec<LineDiff> {
@@ -128,5 +147,16 @@ mod tests {
             json!([{"key": "result.n", "target": 2}, {"key": "result.zxid", "target": "z4", "reference": "z5"}])
         );
         assert_eq!(KeyDiff::show(&d[0].keys[1].target), "\"z4\"");
+    }
+
+    #[test]
+    fn json_diff_names_every_differing_leaf() {
+        let a = json!({"outcome": "completed", "permits": [{"epoch": 1}], "same": [1, 2]});
+        let b = json!({"outcome": "refused", "permits": [{"epoch": 2}], "same": [1, 2]});
+        let d = json_diff(&a, &b);
+        let keys: Vec<&str> = d.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["outcome", "permits.0.epoch"]);
+        assert_eq!(d[1].reference, Some(json!(2)));
+        assert!(json_diff(&a, &a).is_empty());
     }
 }

@@ -13,6 +13,7 @@
 //! - `run`: one publication end to end, producing a [`Report`].
 //! - `evidence`: the two getChildren and the per-host verdict.
 //! - `report`: [`Report`], permits, and the normalized JSON the CLI writes.
+//! - `summary`: the report in words (what the CLI prints).
 //! - `hosts`: simulated ClickHouse hosts (DDLWorker on the wire).
 //! - `chaos`, `check`: the fault sweep against embedded testkeepers (or a running one through
 //!   `admin`, its HTTP fault API) and its invariants.
@@ -28,6 +29,7 @@ pub mod keepermap;
 pub mod link;
 pub mod report;
 pub mod run;
+pub mod summary;
 
 use std::time::Duration;
 

@@ -32,3 +32,59 @@ fn same_normalized_result_on_testkeeper_and_zookeeper() {
     let theirs = publish(&zk.connect_string());
     assert_eq!(ours, theirs, "normalized results differ");
 }
+
+fn publish_two(target: &str, reference: &str) -> (bool, String) {
+    let mut cmd = Command::new(testkeeper_bin());
+    cmd.args(["publish", "--target", target, "--reference", reference, "--hosts", "3", "--seed", "5"])
+        .env("RUST_LOG", "warn");
+    let res = run_bounded(&mut cmd, b"", Duration::from_secs(240)).expect("running testkeeper publish");
+    eprintln!("{}", res.combined());
+    (res.success(), res.stdout.clone())
+}
+
+/// `--reference` runs the same publication on both and prints each in words and the
+/// normalized difference: none between testkeeper and ZooKeeper, the outcome when the
+/// reference cannot take the authority's CAS.
+#[test]
+fn publish_against_a_reference_prints_both_and_the_difference() {
+    let tk = TestkeeperProcess::start(&[]);
+    let other = if external_prereq("Apache ZooKeeper 3.8 (Debian zookeeper)", zookeeper_installed()) {
+        Target::Zk(ZooKeeperProcess::start_with(ZooKeeperConfig::default()))
+    } else {
+        Target::Tk(TestkeeperProcess::start(&["--flavor", "zookeeper"]))
+    };
+    let (ok, out) = publish_two(&tk.addr().to_string(), &other.addr());
+    assert!(ok, "{out}");
+    assert!(out.contains(&format!("target {}: completed", tk.addr())), "{out}");
+    assert!(out.contains(&format!("reference {}: completed", other.addr())), "{out}");
+    assert!(out.contains("phases:    bootstrap -> admitted -> published -> cleanup -> idle"), "{out}");
+    assert!(out.contains("permit:    dispatch for db.events at epoch 1") && out.contains("host host2:9000:"), "{out}");
+    assert!(out.contains("no difference") && !out.contains("Some("), "{out}");
+
+    // The reference refuses the admission CAS once: its publication is refused, and that is
+    // the difference.
+    let fresh = TestkeeperProcess::start(&[]);
+    let broken =
+        TestkeeperProcess::start(&["--fault", "error:code=-103,op=setData,path=/keeper_map_tables/**,count=1"]);
+    let (ok, out) = publish_two(&fresh.addr().to_string(), &broken.addr().to_string());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("difference(s) in the normalized results") && out.contains("outcome: target \"completed\""),
+        "{out}"
+    );
+}
+
+/// The reference server: Apache ZooKeeper when installed, else testkeeper's zookeeper flavor.
+enum Target {
+    Zk(ZooKeeperProcess),
+    Tk(TestkeeperProcess),
+}
+
+impl Target {
+    fn addr(&self) -> String {
+        match self {
+            Target::Zk(z) => z.connect_string(),
+            Target::Tk(t) => t.addr().to_string(),
+        }
+    }
+}
