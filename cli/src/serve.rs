@@ -30,6 +30,16 @@ pub struct ServeArgs {
     /// Upper bound of negotiated session timeouts, ms (keeper 100000, zookeeper 40000).
     #[arg(long)]
     pub max_session_timeout: Option<i32>,
+    /// Session timeout for a client that asks for 0, ms (keeper 30000, zookeeper 4000);
+    /// clamped into the bounds above.
+    #[arg(long, value_name = "MS")]
+    pub default_session_timeout: Option<i32>,
+    /// How often session expiry and container/TTL collection run, ms.
+    #[arg(long, value_name = "MS", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tick_ms: u64,
+    /// How often empty containers and expired TTL nodes are collected, ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub container_check_ms: u64,
     /// Comma list of allowed four-letter words, or '*' (keeper: Keeper's default list; zookeeper: all).
     #[arg(long)]
     pub four_letter_words: Option<String>,
@@ -97,8 +107,13 @@ impl ServeArgs {
                 cfg.min_session_timeout_ms, cfg.max_session_timeout_ms
             ));
         }
+        if let Some(v) = self.default_session_timeout {
+            cfg.default_session_timeout_ms = v;
+        }
         cfg.default_session_timeout_ms =
             cfg.default_session_timeout_ms.clamp(cfg.min_session_timeout_ms, cfg.max_session_timeout_ms);
+        cfg.tick_ms = self.tick_ms;
+        cfg.container_check_ms = self.container_check_ms;
         if let Some(words) = &self.four_letter_words {
             cfg.four_letter_words =
                 if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };

@@ -1,20 +1,15 @@
-//! Embedding testkeeper in a test: start on port 0, talk to it with any ZooKeeper client,
-//! expire a session on demand, restart keeping the tree, shut down.
+//! Embedding testkeeper in a test: one line to a server on a free port, any ZooKeeper client,
+//! an outage on the same address, a session expired on demand, `reset` between tests.
 //!
 //! Run with `cargo run -p testkeeper-server --example embedded`.
 
-use testkeeper_server::config::ServerConfig;
-use testkeeper_server::core::flavor::Flavor;
-use testkeeper_server::embed::TestKeeper;
-use testkeeper_wire::client::{Client, ConnectOptions};
-use testkeeper_wire::records::create::create_mode;
-use testkeeper_wire::Acl;
+use std::time::Duration;
+
+use testkeeper_server::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut cfg = ServerConfig::new(Flavor::Zookeeper);
-    cfg.listen = "127.0.0.1:0".parse()?;
-    let mut server = TestKeeper::start(cfg).await?;
+    let mut server = TestKeeper::builder().flavor(Flavor::Zookeeper).start().await?;
     println!("listening on {}", server.connect_string());
 
     let client = Client::connect(server.addr(), ConnectOptions::default()).await?;
@@ -24,16 +19,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Expire the session as if its timeout had passed: its ephemeral goes with it.
     server.expire_session(client.session_id());
-    let other = Client::connect(server.addr(), ConnectOptions::default()).await?;
-    assert!(other.exists("/app/lock", false).await?.is_none());
+    server.await_no_node("/app/lock").await?;
 
-    // Restart on the same address; the tree survives.
-    drop(other);
-    server.restart().await?;
+    // Half a second of outage on the same address; the tree is still there after it.
+    server.outage(Duration::from_millis(500)).await?;
     let again = Client::connect(server.addr(), ConnectOptions::default()).await?;
     let (data, _) = again.get_data("/app", false).await?;
     assert_eq!(data, b"config");
-    println!("after restart /app = {:?}", String::from_utf8_lossy(&data));
+    println!("after the outage /app = {:?}", String::from_utf8_lossy(&data));
+
+    // Between tests: an empty tree, no sessions, no fault rules, the same address.
+    server.reset().await?;
+    assert!(!server.exists("/app"));
     server.shutdown().await;
     Ok(())
 }

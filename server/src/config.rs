@@ -94,11 +94,12 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Defaults of `flavor`, listening on 127.0.0.1:9181.
+    /// Defaults of `flavor`, listening on a free loopback port (127.0.0.1:0), so tests that
+    /// embed a server never collide; `testkeeper serve` defaults to 127.0.0.1:9181 itself.
     pub fn new(flavor: Flavor) -> ServerConfig {
         let keeper = flavor == Flavor::Keeper;
         ServerConfig {
-            listen: "127.0.0.1:9181".parse().expect("static address"),
+            listen: SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             flavor,
             max_frame: testkeeper_wire::frame::DEFAULT_MAX_FRAME,
             min_session_timeout_ms: if keeper { 10_000 } else { 4_000 },
@@ -159,5 +160,11 @@ mod tests {
             (5000, 40000, 4000)
         );
         assert!(k.allows_4lw("ruok") && !k.allows_4lw("dump") && z.allows_4lw("dump"));
+    }
+
+    #[test]
+    fn embedding_defaults_to_a_free_loopback_port() {
+        let c = ServerConfig::new(Flavor::Keeper);
+        assert!(c.listen.ip().is_loopback() && c.listen.port() == 0, "{}", c.listen);
     }
 }

@@ -6,6 +6,7 @@
 //! - [`http`]: the admin HTTP endpoint (`/ready`, `/metrics`, 4lw commands, fault control).
 //! - [`log`]: the entry log and its backends (memory, sled, a simulated disk).
 //! - [`storage`]: data directories: snapshots, recovery.
+//! - [`embed`]: [`embed::TestKeeper`], the in-process server; [`prelude`] for a test's imports.
 /// The deterministic state machine (its own crate, so that it cannot reach tokio, a clock or
 /// randomness), re-exported under its old path.
 pub use testkeeper_core as core;
@@ -19,4 +20,5 @@ pub mod fourlw;
 pub mod http;
 pub mod log;
 pub mod net;
+pub mod prelude;
 pub mod storage;

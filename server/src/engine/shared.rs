@@ -44,15 +44,70 @@ impl Shared {
             cond: Condvar::new(),
             syncer_thread: Mutex::new(None),
         });
+        shared.start_syncer(syncer);
+        shared
+    }
+
+    fn start_syncer(self: &Arc<Self>, syncer: Option<Arc<dyn Syncer>>) {
         if let Some(syncer) = syncer {
-            let weak = Arc::downgrade(&shared);
+            let weak = Arc::downgrade(self);
             let handle = std::thread::Builder::new()
                 .name("testkeeper-syncer".into())
                 .spawn(move || sync_loop(&weak, syncer.as_ref()))
                 .expect("spawning the syncer thread");
-            *shared.syncer_thread.lock().expect("syncer handle") = Some(handle);
+            *self.syncer_thread.lock().expect("syncer handle") = Some(handle);
         }
-        shared
+    }
+
+    /// Starts over as a fresh server (`TestKeeper::reset`, `POST /api/v1/reset`): in memory a
+    /// new state; with a data directory, its log and snapshots deleted and the directory opened
+    /// anew. Returns the recovery of that open (an empty one).
+    ///
+    /// # Errors
+    /// A data directory that cannot be emptied or opened; the server then refuses every request.
+    pub fn reset(self: &Arc<Self>) -> Result<Option<crate::storage::Recovery>, crate::storage::StorageError> {
+        let (cfg, clock) = (self.cfg.clone(), self.engine().clock.clone());
+        let mut recovery = None;
+        self.reset_with(|| {
+            crate::storage::wipe(&cfg)?;
+            let (engine, r) = Engine::open(cfg.clone(), clock)?;
+            recovery = r;
+            Ok(engine)
+        })?;
+        tracing::info!("reset: the tree, sessions and fault rules start over");
+        Ok(recovery)
+    }
+
+    /// Replaces the engine with a fresh one (`TestKeeper::reset`, `POST /api/v1/reset`): the
+    /// old one shuts down cleanly and lets go of its storage, every connection is closed (its
+    /// session is gone with the old state), then `build` makes the new engine, under the lock,
+    /// so no request reaches either half-way. Connection ids carry on, so the task of a closing
+    /// connection can never touch a new one. Listener, timer and HTTP endpoint keep running.
+    ///
+    /// # Errors
+    /// What `build` returns; the server then refuses every request, as a stopped one does.
+    fn reset_with(
+        self: &Arc<Self>,
+        build: impl FnOnce() -> Result<Engine, crate::storage::StorageError>,
+    ) -> Result<(), crate::storage::StorageError> {
+        self.stop_syncer(true);
+        let mut e = self.engine();
+        e.finish();
+        let conns: Vec<u64> = e.conns.keys().copied().collect();
+        for c in conns {
+            e.close_conn(c);
+            e.disconnect(c);
+        }
+        e.release_storage();
+        let next_conn = e.next_conn;
+        let mut fresh = build()?;
+        fresh.next_conn = next_conn;
+        let syncer = fresh.syncer().filter(|_| self.cfg.fsync == Fsync::Always);
+        *e = fresh;
+        drop(e);
+        *self.wake.lock().expect("wake lock") = Wake::default();
+        self.start_syncer(syncer);
+        Ok(())
     }
 
     /// Locks the engine. A panic inside the engine is a broken invariant: the poison is not

@@ -66,6 +66,11 @@ impl SimDisk {
         d.appended = d.synced_index;
     }
 
+    /// Erases the disk, as deleting a data directory would (`TestKeeper::reset`).
+    pub fn wipe(&self) {
+        *self.disk() = Disk::default();
+    }
+
     /// The last index a sync covered.
     pub fn synced_index(&self) -> u64 {
         self.disk().synced_index

@@ -101,6 +101,26 @@ pub fn snapshot_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("snapshots")
 }
 
+/// Erases what testkeeper keeps in `cfg.data_dir` (the log and the snapshots; nothing else in
+/// the directory is touched), so the next [`open`] starts a fresh server (`TestKeeper::reset`).
+///
+/// # Errors
+/// A file that cannot be removed, named.
+pub fn wipe(cfg: &ServerConfig) -> Result<(), StorageError> {
+    let Some(dir) = cfg.data_dir.as_deref() else { return Ok(()) };
+    if let LogBackend::Sim(disk) = &cfg.log_backend {
+        disk.wipe();
+    }
+    for sub in [dir.join("log"), snapshot_dir(dir)] {
+        match std::fs::remove_dir_all(&sub) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StorageError::Io { file: sub, why: e.to_string() }),
+        }
+    }
+    Ok(())
+}
+
 /// Opens `cfg.data_dir` (creating it if new) and recovers the state it holds.
 ///
 /// # Errors

@@ -1,16 +1,15 @@
 //! The in-process API, in the spirit of Curator's `TestingServer` but instant: bind first
-//! (port 0 is fine, no probe-then-bind race), then serve; expire sessions, restart (in memory
-//! keeping the tree, with a data directory recovering from disk), crash, and read the digest,
-//! all without touching the network. The engine itself is never handed out.
+//! (port 0 by default, no probe-then-bind race), then serve; hold an outage with `stop` and
+//! `resume` on the same address (`start` is the constructor), empty everything between tests with `reset`, wait for
+//! sessions and nodes, expire sessions, restart (in memory keeping the tree, with a data
+//! directory recovering from disk), crash, and read the digest, all without touching the
+//! network. The engine itself is never handed out.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use testkeeper_server::{config::ServerConfig, core::flavor::Flavor, embed::TestKeeper};
-//! let mut cfg = ServerConfig::new(Flavor::Keeper);
-//! cfg.listen = "127.0.0.1:0".parse().unwrap();
-//! let server = TestKeeper::start(cfg).await?;
-//! println!("connect to {}", server.connect_string());
-//! server.shutdown().await;
+//! use testkeeper_server::prelude::*;
+//! let server = TestKeeper::start_default().await?;          // keeper flavor, 127.0.0.1:<free>
+//! let client = Client::connect(server.addr(), ConnectOptions::default()).await.unwrap();
 //! # Ok(()) }
 //! ```
 //!
@@ -20,7 +19,7 @@
 //! # async fn demo(server: testkeeper_server::embed::TestKeeper) {
 //! // The next create under /locks commits but its reply is lost, and the connection drops.
 //! server.drop_next_response("op=create,path=/locks/*").unwrap();
-//! let id = server.add_fault("delay:ms=200,op=getData,prob=0.5").unwrap();
+//! let id = server.add_fault("delay:ms=200,jitter=50,op=getData,prob=0.5").unwrap();
 //! // ... run the client under test, then look at what fired:
 //! for ev in server.fault_events() {
 //!     println!("{} on {} {:?} (applied: {})", ev.kind, ev.op, ev.path, ev.applied);
@@ -28,6 +27,16 @@
 //! server.remove_fault(id);
 //! # }
 //! ```
+//!
+//! # Layout
+//! - this file: [`TestKeeper`]: start, stop/resume/outage, restart, crash, reset, shutdown, reads.
+//! - `builder`: [`Builder`], the one-line start with options.
+//! - `wait`: `await_sessions`, `await_node`, `await_no_node`, and [`WaitTimeout`].
+//! - `faults`: fault rules and the one-shot helpers.
+
+mod builder;
+mod faults;
+mod wait;
 
 use std::io;
 use std::net::SocketAddr;
@@ -38,13 +47,26 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use builder::Builder;
+pub use wait::{WaitTimeout, DEFAULT_WAIT};
+
 use crate::clock::Clock;
 use crate::config::{LogBackend, ServerConfig};
+use crate::core::flavor::Flavor;
 use crate::engine::{Engine, Shared};
-use crate::faults::{FaultEvent, RuleStatus};
 use crate::http::HttpServer;
 use crate::net::listener;
 use crate::storage::Recovery;
+
+/// Whether the server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Up {
+    Running,
+    /// `stop`: shut down cleanly; `resume` serves again.
+    Stopped,
+    /// `crash`: stopped without a clean shutdown; `resume` (or `restart`) recovers.
+    Crashed,
+}
 
 /// A running server.
 pub struct TestKeeper {
@@ -53,12 +75,13 @@ pub struct TestKeeper {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    /// The admin HTTP endpoint, once started; it outlives `restart`.
+    /// The admin HTTP endpoint, once started; it outlives `stop`, `restart` and `reset`.
     http: Option<HttpServer>,
     /// What the last start from a data directory recovered.
     recovery: Option<Recovery>,
-    /// Stopped by `crash`, waiting for `restart`.
-    down: bool,
+    up: Up,
+    /// How long the `await_*` helpers wait.
+    wait: Duration,
 }
 
 fn storage_error(e: crate::storage::StorageError) -> io::Error {
@@ -66,6 +89,20 @@ fn storage_error(e: crate::storage::StorageError) -> io::Error {
 }
 
 impl TestKeeper {
+    /// A keeper-flavor server in memory on a free loopback port: the one-line start.
+    ///
+    /// # Errors
+    /// When no loopback port can be bound.
+    pub async fn start_default() -> io::Result<TestKeeper> {
+        Self::builder().start().await
+    }
+
+    /// A [`Builder`] with the defaults of [`start_default`](Self::start_default): keeper
+    /// flavor, in memory, 127.0.0.1 port 0.
+    pub fn builder() -> Builder {
+        Builder::new(Flavor::Keeper)
+    }
+
     /// Binds `cfg.listen` and starts serving with the system clock; with `cfg.data_dir`, the
     /// state is first recovered from it.
     ///
@@ -90,7 +127,17 @@ impl TestKeeper {
         let (engine, recovery) = Engine::open(cfg.clone(), clock.clone()).map_err(storage_error)?;
         let shared = Shared::new(cfg, engine);
         let (stop, _) = watch::channel(false);
-        let mut tk = TestKeeper { shared, clock, addr, stop, tasks: Vec::new(), http: None, recovery, down: false };
+        let mut tk = TestKeeper {
+            shared,
+            clock,
+            addr,
+            stop,
+            tasks: Vec::new(),
+            http: None,
+            recovery,
+            up: Up::Running,
+            wait: DEFAULT_WAIT,
+        };
         tk.spawn(listener);
         Ok(tk)
     }
@@ -112,7 +159,8 @@ impl TestKeeper {
         }));
     }
 
-    /// The bound address (the real port when started on port 0).
+    /// The bound address (the real port when started on port 0); it stays the same across
+    /// `stop`/`resume` and `restart`.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -120,6 +168,17 @@ impl TestKeeper {
     /// `host:port`, as ZooKeeper clients take it.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The configuration it runs with (`listen` holds the bound address).
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.cfg
+    }
+
+    /// Whether it serves (false between [`stop`](Self::stop) or [`crash`](Self::crash) and
+    /// [`resume`](Self::resume)).
+    pub fn is_running(&self) -> bool {
+        self.up == Up::Running
     }
 
     /// What the last start recovered from the data directory (`None` in memory).
@@ -147,6 +206,16 @@ impl TestKeeper {
         let mut v: Vec<i64> = self.shared.engine().sessions.keys().copied().collect();
         v.sort_unstable();
         v
+    }
+
+    /// Whether `path` exists in the committed tree.
+    pub fn exists(&self, path: &str) -> bool {
+        self.shared.engine().state().tree().get(path).is_some()
+    }
+
+    /// The data of `path` in the committed tree, if it exists.
+    pub fn data(&self, path: &str) -> Option<Vec<u8>> {
+        self.shared.engine().state().tree().get(path).map(|n| n.data().to_vec())
     }
 
     /// The tree digest (Keeper V5 formula), as `mntr` reports it.
@@ -190,6 +259,25 @@ impl TestKeeper {
         self.shared.engine().request_snapshot()
     }
 
+    /// Empties the tree and ends every session and connection, as a fresh server would be,
+    /// without giving up the address: clients see their connection drop, and a resuming
+    /// client (zookeeper flavor) learns its session expired. Fault rules, the fault log and
+    /// the counters start over too (the seed stays, so `prob=` draws replay per test). With a
+    /// data directory, the log and snapshots in it are deleted. Call it between tests.
+    ///
+    /// # Errors
+    /// After a [`crash`](Self::crash) (restart first), or when a data directory cannot be
+    /// emptied.
+    pub async fn reset(&mut self) -> io::Result<()> {
+        if self.up == Up::Crashed {
+            return Err(io::Error::other("the server crashed: restart() it before reset()"));
+        }
+        // Replies to what was already proposed go out first, to the old connections.
+        self.settled().await;
+        self.recovery = self.shared.reset().map_err(storage_error)?;
+        Ok(())
+    }
+
     async fn stop_tasks(&mut self) {
         let _ = self.stop.send(true);
         for t in self.tasks.drain(..) {
@@ -204,26 +292,42 @@ impl TestKeeper {
         }
     }
 
-    /// Stops serving and starts again on the same address. In memory the tree and sessions are
-    /// kept (their timeouts restart, as after a ZooKeeper restart); with a data directory the
-    /// server shuts down cleanly and recovers from disk, as a restarted process would. After
-    /// [`crash`](Self::crash), this is the recovery.
+    /// Begins an outage: the listener closes (new connections are refused), every connection
+    /// drops, and nothing expires while it lasts. [`resume`](Self::resume) ends it on the same
+    /// address. In memory the tree and sessions wait as they are; with a data directory the
+    /// server shuts down cleanly, as a stopped process would. The admin HTTP endpoint stays up
+    /// (it is the test's control, not the server's). Stopping a stopped server does nothing.
+    pub async fn stop(&mut self) {
+        if self.up != Up::Running {
+            return;
+        }
+        self.stop_tasks().await;
+        if self.shared.cfg.data_dir.is_some() {
+            self.shared.close();
+        }
+        self.up = Up::Stopped;
+    }
+
+    /// Ends an outage (after [`stop`](Self::stop) or [`crash`](Self::crash)): serves again on
+    /// the same address. In memory after `stop`, sessions get their full timeouts again (as
+    /// after a ZooKeeper restart), so clients that reconnect in time keep them; with a data
+    /// directory, or after a crash, the state is recovered from disk. Fault rules carry over.
+    /// Starting a running server does nothing.
     ///
     /// # Errors
     /// When the address cannot be bound again, or the data directory does not recover.
-    pub async fn restart(&mut self) -> io::Result<()> {
-        if !self.down {
-            self.stop_tasks().await;
+    pub async fn resume(&mut self) -> io::Result<()> {
+        if self.up == Up::Running {
+            return Ok(());
         }
         let (stop, _) = watch::channel(false);
         self.stop = stop;
         let listener = TcpListener::bind(self.addr).await?;
         let cfg = self.shared.cfg.clone();
-        if cfg.data_dir.is_some() || self.down {
-            if !self.down {
-                self.shared.close();
-            }
-            let (engine, recovery) = Engine::open(cfg.clone(), self.clock.clone()).map_err(storage_error)?;
+        if cfg.data_dir.is_some() || self.up == Up::Crashed {
+            let faults = self.shared.engine().faults.clone();
+            let (mut engine, recovery) = Engine::open(cfg.clone(), self.clock.clone()).map_err(storage_error)?;
+            engine.faults = faults;
             self.shared = Shared::new(cfg, engine);
             self.recovery = recovery;
             if let Some(http) = self.http.take() {
@@ -234,9 +338,31 @@ impl TestKeeper {
         } else {
             self.shared.engine().restart_session_clocks();
         }
-        self.down = false;
+        self.up = Up::Running;
         self.spawn(listener);
         Ok(())
+    }
+
+    /// [`stop`](Self::stop) then [`resume`](Self::resume): stops serving and starts again on
+    /// the same address. In memory the tree and sessions are kept (their timeouts restart);
+    /// with a data directory the server shuts down cleanly and recovers from disk, as a
+    /// restarted process would. After [`crash`](Self::crash), this is the recovery.
+    ///
+    /// # Errors
+    /// As [`resume`](Self::resume).
+    pub async fn restart(&mut self) -> io::Result<()> {
+        self.stop().await;
+        self.resume().await
+    }
+
+    /// An outage of `down`: [`stop`](Self::stop), wait, [`resume`](Self::resume).
+    ///
+    /// # Errors
+    /// As [`resume`](Self::resume).
+    pub async fn outage(&mut self, down: Duration) -> io::Result<()> {
+        self.stop().await;
+        tokio::time::sleep(down).await;
+        self.resume().await
     }
 
     /// Stops serving at once, without a clean shutdown: nothing more is flushed, no snapshot
@@ -244,12 +370,14 @@ impl TestKeeper {
     /// power cut; sled keeps what it had written. In memory, everything is lost. Call
     /// [`restart`](Self::restart) to recover.
     pub async fn crash(&mut self) {
-        self.stop_tasks().await;
+        if self.up == Up::Running {
+            self.stop_tasks().await;
+        }
         self.shared.abandon();
         if let LogBackend::Sim(disk) = &self.shared.cfg.log_backend {
             disk.crash(false);
         }
-        self.down = true;
+        self.up = Up::Crashed;
     }
 
     /// Stops serving and waits for the listener and timer (and the HTTP endpoint) to end; with
@@ -258,14 +386,15 @@ impl TestKeeper {
         if let Some(http) = self.http.take() {
             http.stop().await;
         }
-        if !self.down {
+        if self.up == Up::Running {
             self.stop_tasks().await;
             self.shared.close();
         }
     }
 
     /// Starts the admin HTTP endpoint (`/ready`, `/metrics`, `/api/v1/commands/{4lw}`,
-    /// `/api/v1/faults`) on `addr`; port 0 picks a free port. Returns the bound address.
+    /// `/api/v1/faults`, `/api/v1/sessions`, ...) on `addr`; port 0 picks a free port.
+    /// Returns the bound address.
     ///
     /// # Errors
     /// When the address cannot be bound, or the endpoint is already running.
@@ -287,84 +416,9 @@ impl TestKeeper {
         self.http.as_ref().map(HttpServer::addr)
     }
 
-    /// Adds a fault rule (`KIND[:key=value,...]`, see `docs/faults.md`); returns its id.
-    ///
-    /// # Errors
-    /// The parse error, naming the bad kind, key or value.
-    pub fn add_fault(&self, rule: &str) -> Result<u64, String> {
-        self.shared.engine().faults.add(rule).map_err(|e| e.to_string())
-    }
-
-    /// Removes a fault rule; false when no rule has that id.
-    pub fn remove_fault(&self, id: u64) -> bool {
-        self.shared.engine().faults.remove(id)
-    }
-
-    /// Removes every fault rule (the event log stays).
-    pub fn clear_faults(&self) {
-        self.shared.engine().faults.clear();
-    }
-
-    /// The fault rules with their match and firing counts, by id.
-    pub fn fault_rules(&self) -> Vec<RuleStatus> {
-        self.shared.engine().faults.rules()
-    }
-
-    /// The fired faults still in the (bounded) log, oldest first.
-    pub fn fault_events(&self) -> Vec<FaultEvent> {
-        self.shared.engine().faults.events()
-    }
-
-    /// The next request matching `matcher` (filters such as `op=create,path=/locks/*`, or "" for
-    /// any) is applied, its reply dropped, and its connection closed. Returns the rule id.
-    ///
-    /// # Errors
-    /// A bad matcher.
-    pub fn drop_next_response(&self, matcher: &str) -> Result<u64, String> {
-        self.add_fault(&one_shot("drop-response", matcher))
-    }
-
-    /// The next request matching `matcher` is not applied, and its connection is closed.
-    ///
-    /// # Errors
-    /// A bad matcher.
-    pub fn drop_next_request(&self, matcher: &str) -> Result<u64, String> {
-        self.add_fault(&one_shot("drop-request", matcher))
-    }
-
-    /// The next request matching `matcher` is not applied and fails with error `code`
-    /// (`ZkError::code()`, e.g. -4 or -112).
-    ///
-    /// # Errors
-    /// A bad matcher, or code 0.
-    pub fn fail_next(&self, matcher: &str, code: i32) -> Result<u64, String> {
-        self.add_fault(&one_shot(&format!("error:code={code}"), matcher))
-    }
-
-    /// The reply to the next request matching `matcher` (and every later reply on its
-    /// connection) is held back for `delay`.
-    ///
-    /// # Errors
-    /// A bad matcher.
-    pub fn delay_next(&self, matcher: &str, delay: Duration) -> Result<u64, String> {
-        self.add_fault(&one_shot(&format!("delay:ms={}", delay.as_millis()), matcher))
-    }
-
-    /// The session of the next request matching `matcher` expires instead of the request.
-    ///
-    /// # Errors
-    /// A bad matcher.
-    pub fn expire_next(&self, matcher: &str) -> Result<u64, String> {
-        self.add_fault(&one_shot("expire-session", matcher))
-    }
-}
-
-/// `KIND[:params]` plus the caller's filters plus `count=1`.
-fn one_shot(kind: &str, matcher: &str) -> String {
-    let sep = if kind.contains(':') { "," } else { ":" };
-    match matcher.trim() {
-        "" => format!("{kind}{sep}count=1"),
-        m => format!("{kind}{sep}{m},count=1"),
+    /// `http://IP:PORT` of the HTTP endpoint, if it runs.
+    pub fn http_url(&self) -> Option<String> {
+        self.http_addr().map(|a| format!("http://{a}"))
     }
 }
 
