@@ -1,13 +1,14 @@
-# Entry points for developers and CI (.ci/run calls `make test`).
+# Entry points for developers and CI (.ci/run calls `make ci`).
 #
 #   make deps   install ZooKeeper, the C CLI and the kazoo venv (idempotent)
 #   make test   deps + build the testkeeper binary + the whole test suite,
 #               with external prerequisites *required* (missing = failure)
 #   make lint   formatting and clippy, warnings as errors
+#   make ci     lint, then test: what CI runs
 
 CARGO ?= cargo
 
-.PHONY: test deps build lint
+.PHONY: test deps build lint ci
 
 deps:
 	scripts/install-test-deps.sh
@@ -32,3 +33,6 @@ test: deps build
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Lint first: a formatting slip fails in seconds, not after the whole suite.
+ci: lint test

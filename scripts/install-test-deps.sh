@@ -5,8 +5,10 @@
 #   * Debian's Apache ZooKeeper 3.8 (`zookeeper`) as the reference server, and
 #     `zookeeper-bin` for the C client CLI `cli_mt`;
 #   * a Python virtualenv with kazoo (whose shipped test suite we run against
-#     both servers), pytest, pytest-timeout (per-test time limit, so a hung
-#     test cannot stall CI) and objgraph (imported by kazoo's test_cache).
+#     both servers) and its `test` extras: pytest, pytest-timeout (per-test
+#     time limit, so a hung test cannot stall CI), pytest-cov, objgraph
+#     (imported by kazoo's test_cache), gevent and eventlet (without them the
+#     168 handler tests skip), pyjks and pyopenssl (imported by kazoo's harness).
 #
 # The venv lives at ${TESTKEEPER_VENV:-<repo>/target/test-venv}; the Rust test
 # support (tests/src/env.rs) uses the same default, so keep the two in sync.
@@ -19,7 +21,9 @@ APT_PACKAGES=(zookeeper zookeeper-bin)
 # PyPI requirements. kazoo is pinned because the suite runner leans on its
 # test harness internals (kazoo.testing.harness.get_global_cluster), which
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.
-PY_REQUIREMENTS=(kazoo==2.11.0 pytest pytest-timeout objgraph)
+# gevent and eventlet are pinned too: their monkey-patching is what the handler
+# tests exercise, and a new major version can change it.
+PY_REQUIREMENTS=(kazoo==2.11.0 pytest pytest-timeout pytest-cov objgraph gevent==26.9.0 eventlet==0.41.3 pyjks pyopenssl)
 
 log() { echo "install-test-deps: $*" >&2; }
 

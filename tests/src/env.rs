@@ -86,7 +86,7 @@ pub fn kazoo_venv_ready() -> bool {
     }
     let probe = "import importlib.util as u, sys; \
                  sys.exit(any(u.find_spec(m) is None for m in \
-                 ('kazoo', 'pytest', 'pytest_timeout', 'objgraph')))";
+                 ('kazoo', 'pytest', 'pytest_timeout', 'objgraph', 'gevent', 'eventlet')))";
     Command::new(python)
         .args(["-c", probe])
         .stdin(Stdio::null())

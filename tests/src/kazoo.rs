@@ -22,7 +22,8 @@ use crate::process::tail_lines;
 /// ZooKeeper takes ~10 s (deliberate sleeps); 30 s leaves ample headroom.
 pub const PER_TEST_TIMEOUT_SECS: u32 = 30;
 
-/// Default cap on one whole suite run (real ZooKeeper: ~75 s). A server that
+/// Default cap on one whole suite run (real ZooKeeper: ~150 s with the gevent and eventlet
+/// handler tests). A server that
 /// makes every test hang until its per-test timeout would otherwise take
 /// hours; past this the run is killed and unfinished tests count as not run.
 /// Override with `TESTKEEPER_KAZOO_SUITE_TIMEOUT` (seconds).
