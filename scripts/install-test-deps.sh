@@ -4,6 +4,8 @@
 #
 #   * Debian's Apache ZooKeeper 3.8 (`zookeeper`) as the reference server, and
 #     `zookeeper-bin` for the C client CLI `cli_mt`;
+#   * Apache Curator's recipes (`libcurator-recipes-java`) and a JDK, for the
+#     Curator recipe test;
 #   * a Python virtualenv with kazoo (whose shipped test suite we run against
 #     both servers) and its `test` extras: pytest, pytest-timeout (per-test
 #     time limit, so a hung test cannot stall CI), pytest-cov, objgraph
@@ -17,7 +19,9 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TESTKEEPER_VENV:-$REPO/target/test-venv}"
 
-APT_PACKAGES=(zookeeper zookeeper-bin)
+# libcurator-recipes-java (with its framework and client) and a JDK for javac:
+# tests/tests/curator_recipes.rs compiles tests/java/CuratorRecipes.java.
+APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java default-jdk-headless)
 # PyPI requirements. kazoo is pinned because the suite runner leans on its
 # test harness internals (kazoo.testing.harness.get_global_cluster), which
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.

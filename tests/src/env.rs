@@ -16,6 +16,9 @@ pub const REQUIRE_EXTERNAL_VAR: &str = "TESTKEEPER_REQUIRE_EXTERNAL";
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Debian's wrapper for the Java CLI (`org.apache.zookeeper.ZooKeeperMain`).
 pub const ZKCLI_SH: &str = "/usr/share/zookeeper/bin/zkCli.sh";
+/// Debian's Apache Curator recipes (libcurator-recipes-java); its manifest pulls in the
+/// framework, client, guava and the ZooKeeper client.
+pub const CURATOR_RECIPES_JAR: &str = "/usr/share/java/curator-recipes.jar";
 /// The C client's CLI from `zookeeper-bin`; Debian does not put it on PATH.
 pub const CLI_MT: &str = "/usr/lib/zookeeper/bin/cli_mt";
 
@@ -134,6 +137,11 @@ pub fn java() -> Option<PathBuf> {
 /// Debian's ZooKeeper server is installed and there is a JVM to run it.
 pub fn zookeeper_installed() -> bool {
     Path::new(ZOOKEEPER_JAR).is_file() && java().is_some()
+}
+
+/// Curator's recipes and a `javac` to compile the recipe test against them.
+pub fn curator_installed() -> bool {
+    Path::new(CURATOR_RECIPES_JAR).is_file() && find_in_path("javac").is_some() && java().is_some()
 }
 
 /// Debian's `zkCli.sh` is installed (it finds java via /usr/bin/java).
