@@ -4,6 +4,8 @@ mod addr;
 mod bench;
 mod conform;
 mod digest;
+mod faults;
+mod logging;
 mod proxy;
 mod publish;
 mod replay;
@@ -25,6 +27,11 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(name = "testkeeper", version, about)]
 struct Cli {
+    /// Log lines on stderr as `text` (colours only on a terminal, never with NO_COLOR set) or
+    /// `json` (one object per line, for CI). The level comes from RUST_LOG (default: info
+    /// for serve and proxy, warn for the client commands).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -45,6 +52,8 @@ enum Command {
     Proxy(proxy::ProxyArgs),
     /// Play a proxy recording against a server and diff the answers.
     Replay(replay::ReplayArgs),
+    /// A running server's faults, sessions and connections, through its admin endpoint.
+    Faults(faults::FaultsArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,10 +67,7 @@ fn main() -> ExitCode {
         eprintln!("testkeeper: fatal: stopping the process after a panic");
         std::process::abort();
     }));
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    logging::init(&cli.log_format, matches!(cli.command, Command::Serve(_) | Command::Proxy(_)));
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -69,8 +75,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let command = match cli.command {
+        Command::Faults(args) => return rt.block_on(faults::run(args)),
+        other => other,
+    };
     let result = rt.block_on(async {
-        match cli.command {
+        match command {
             Command::Serve(args) => serve::run(args).await,
             Command::Digest(args) => digest::run(args).await,
             Command::Publish(args) => publish::run(args).await,
@@ -78,6 +88,7 @@ fn main() -> ExitCode {
             Command::Conform(args) => conform::run(args).await,
             Command::Proxy(args) => proxy::run(args).await,
             Command::Replay(args) => replay::run(args).await,
+            Command::Faults(_) => unreachable!("handled above, for its own exit codes"),
         }
     });
     match result {

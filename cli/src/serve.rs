@@ -59,13 +59,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Fault rule, repeatable: KIND[:key=value,...]. Kinds: drop-response, drop-request,
-    /// error (code=), delay (ms=), reset, expire-session. Keys: op, path (glob), session,
-    /// nth, prob, count. Example: 'drop-response:op=create,path=/locks/*,count=1'.
+    /// error (code=), delay (ms=, jitter=), reset, expire-session, blackhole, refuse (new
+    /// connections). Keys: op, path (glob), session, nth, prob, count. Example: 'drop-response:op=create,path=/locks/*,count=1'.
     /// prob= draws from --seed, so a run replays with the same seed. See docs/faults.md.
     #[arg(long = "fault", value_name = "RULE", value_parser = parse_fault)]
     pub faults: Vec<String>,
     /// Serve the admin HTTP endpoint here (/ready, /metrics, /api/v1/commands/{4lw},
-    /// /api/v1/faults); port 0 picks a free port (the real one is printed on stderr).
+    /// /api/v1/faults, /api/v1/sessions, /api/v1/reset; `testkeeper faults` drives it);
+    /// port 0 picks a free port (the real one is printed on stderr).
     #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub http: Option<SocketAddr>,
     #[command(flatten)]

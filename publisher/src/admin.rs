@@ -3,19 +3,11 @@
 //! `DELETE /api/v1/faults/{id}` removes one rule. This lets the chaos sweep run against a
 //! server in another process (`testkeeper publish --chaos --target --admin`).
 //!
-//! A few requests per run do not justify an HTTP client crate: this speaks HTTP/1.0 (so the
-//! reply is never chunked and the connection closes after it), and bounds every request.
-
-use std::time::Duration;
+//! The HTTP itself is `testkeeper_server::http::client`.
 
 use serde_json::Value;
 use testkeeper_server::faults::FaultEvent;
-use testkeeper_server::http::guard::WRITE_HEADER;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-/// One admin request, connect to last byte; the endpoint answers from memory.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+use testkeeper_server::http::client::AdminClient;
 
 /// The kinds and ops `check` compares against; `FaultEvent` holds `&'static str`, so names
 /// read back over HTTP are mapped onto these (anything else becomes "other").
@@ -26,6 +18,8 @@ const NAMES: &[&str] = &[
     "error",
     "reset",
     "expire-session",
+    "blackhole",
+    "refuse",
     "create",
     "setData",
     "delete",
@@ -38,7 +32,7 @@ const NAMES: &[&str] = &[
 /// A server's admin endpoint, `http://HOST:PORT`.
 #[derive(Debug, Clone)]
 pub struct Admin {
-    authority: String,
+    client: AdminClient,
 }
 
 impl Admin {
@@ -47,11 +41,7 @@ impl Admin {
     /// # Errors
     /// Another scheme, or a path after the authority.
     pub fn new(url: &str) -> Result<Admin, String> {
-        let rest = url.strip_prefix("http://").unwrap_or(url).trim_end_matches('/');
-        if rest.is_empty() || rest.contains('/') || rest.contains("://") {
-            return Err(format!("admin URL must be http://HOST:PORT, got '{url}'"));
-        }
-        Ok(Admin { authority: rest.to_string() })
+        Ok(Admin { client: AdminClient::new(url)? })
     }
 
     /// Installs `rule`; returns its id.
@@ -85,32 +75,7 @@ impl Admin {
 
     /// Sends one request; returns the body of a 2xx reply.
     async fn request(&self, method: &str, path: &str, body: &str) -> Result<String, String> {
-        let what = format!("{method} http://{}{path}", self.authority);
-        let exchange = async {
-            let mut s = TcpStream::connect(&self.authority).await?;
-            // The endpoint refuses writes without this header (its cross-site guard).
-            let head = format!(
-                "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: text/plain\r\n{WRITE_HEADER}: 1\r\nContent-Length: {}\r\n\r\n",
-                self.authority,
-                body.len()
-            );
-            s.write_all(head.as_bytes()).await?;
-            s.write_all(body.as_bytes()).await?;
-            let mut reply = Vec::new();
-            s.read_to_end(&mut reply).await?;
-            Ok::<_, std::io::Error>(reply)
-        };
-        let reply = match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
-            Err(_) => return Err(format!("{what}: no answer within {REQUEST_TIMEOUT:?}")),
-            Ok(Err(e)) => return Err(format!("{what}: {e}")),
-            Ok(Ok(r)) => String::from_utf8_lossy(&r).into_owned(),
-        };
-        let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-        let status = head.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok());
-        match status {
-            Some(200..=299) => Ok(body.to_string()),
-            _ => Err(format!("{what}: {} {}", head.lines().next().unwrap_or("no status line"), body.trim())),
-        }
+        self.client.request(method, path, "text/plain", body).await.map_err(|e| e.to_string())
     }
 }
 
@@ -131,6 +96,11 @@ fn event_from_json(e: &Value) -> Option<FaultEvent> {
         session,
         xid: i32::try_from(e["xid"].as_i64()?).ok()?,
         applied: e["applied"].as_bool()?,
+        time_ms: e["time_ms"].as_i64().unwrap_or(0),
+        zxid: e["zxid"].as_str().and_then(|z| u64::from_str_radix(z.trim_start_matches("0x"), 16).ok()).unwrap_or(0)
+            as i64,
+        delay_ms: e["delay_ms"].as_u64(),
+        tap: e["tap"].as_bool().unwrap_or(false),
     })
 }
 
@@ -140,7 +110,7 @@ mod tests {
 
     #[test]
     fn parses_urls_and_events() {
-        assert_eq!(Admin::new("http://127.0.0.1:8123/").unwrap().authority, "127.0.0.1:8123");
+        assert_eq!(Admin::new("http://127.0.0.1:8123/").unwrap().client.authority(), "127.0.0.1:8123");
         assert!(Admin::new("https://x:1").is_err() && Admin::new("http://x:1/api").is_err());
         let e = serde_json::json!({"seq": 4, "rule": 2, "kind": "drop-response", "op": "setData",
             "path": "/a", "session": "0x1000000000001", "xid": 7, "applied": true});

@@ -186,8 +186,20 @@ async fn metrics_are_prometheus_text() {
     assert_eq!(sample("testkeeper_watches", None), 1.0);
     assert_eq!(sample("testkeeper_ephemerals", None), 0.0);
     assert_eq!(sample("testkeeper_znodes", None), tk.node_count() as f64);
-    let digest = scrape.samples.iter().find(|s| s.metric == "testkeeper_tree_digest_info").expect("digest info");
-    assert_eq!(digest.labels.get("digest"), Some(tk.digest().to_string().as_str()));
+    // The digest as two exact 32-bit gauges, never as a label (one series, whatever it holds).
+    let (hi, lo) = (sample("testkeeper_tree_digest_high", None), sample("testkeeper_tree_digest_low", None));
+    assert_eq!((hi as u64) << 32 | lo as u64, tk.digest());
+    assert!(!text.contains(&tk.digest().to_string()), "the digest is not in a label:\n{text}");
+    assert_eq!(sample("testkeeper_tree_digest_enabled", None), 1.0);
+    let build = scrape.samples.iter().find(|s| s.metric == "testkeeper_build_info").expect("build info");
+    assert_eq!(build.labels.get("version"), Some(env!("CARGO_PKG_VERSION")));
+    assert_eq!(build.labels.get("flavor"), Some("keeper"));
+    // A tap (delay:ms=0) logs but is no fault.
+    tk.add_fault("delay:ms=0,op=sync").unwrap();
+    within(c.sync("/m")).await.unwrap();
+    let (_, text) = http(h, "GET", "/metrics", "").await;
+    assert!(text.contains("testkeeper_fault_taps_total 1"), "{text}");
+    assert!(text.contains("testkeeper_faults_fired_total{kind=\"delay\"} 0"), "{text}");
     let latency =
         scrape.samples.iter().find(|s| s.metric == "testkeeper_request_latency_seconds").expect("latency histogram");
     match &latency.value {

@@ -194,10 +194,14 @@ impl Engine {
                 // serializer fails on the missing stat); the txn still takes a zxid.
                 let unanswered =
                     !self.state.rules().standalone_check_is_read && err == 0 && matches!(req, Request::Check(_));
-                if !unanswered {
+                if unanswered {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        (c.last_err, c.last_zxid) = (0, entry.zxid());
+                    }
+                } else {
                     self.reply(conn, xid, entry.zxid(), err, &body);
                 }
-                self.finished(conn, req.op(), started);
+                self.finished(conn, xid, req.op(), req.path(), started);
                 self.done(session);
             }
             Reply::Handshake { conn, read_only } => {
@@ -207,7 +211,8 @@ impl Engine {
                 let mut out = bytes::BytesMut::new();
                 testkeeper_wire::frame::put_record(&mut out, &resp);
                 self.send(conn, &out);
-                tracing::info!(session = format_args!("{session:#x}"), timeout_ms, "session established");
+                let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
+                tracing::info!(session = format_args!("{session:#x}"), timeout_ms, %peer, "session opened");
                 self.done(session);
             }
             Reply::Close { conn, xid } => {
@@ -234,14 +239,35 @@ impl Engine {
         self.resume(session);
     }
 
-    /// Records a finished request's latency.
-    pub(crate) fn finished(&mut self, conn: u64, op: testkeeper_wire::OpCode, started: Instant) {
+    /// Records a finished request's latency, and logs it: one line per request at `debug`
+    /// (pings at `trace`), with the session, xid, op, path, error, zxid and latency.
+    pub(crate) fn finished(
+        &mut self,
+        conn: u64,
+        xid: i32,
+        op: testkeeper_wire::OpCode,
+        path: Option<&str>,
+        started: Instant,
+    ) {
         let us = started.elapsed().as_micros() as u64;
-        if op != testkeeper_wire::OpCode::Ping {
+        let ping = op == testkeeper_wire::OpCode::Ping;
+        if !ping {
             self.stats.record(op.name(), us);
         }
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.last_latency_ms = us / 1000;
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        c.last_latency_ms = us / 1000;
+        let (session, err, zxid) = (c.session, c.last_err, c.last_zxid);
+        let err = match err {
+            0 => "ok".to_string(),
+            e => testkeeper_wire::ZkError::from_code(e).map_or_else(|| e.to_string(), |e| e.name().to_string()),
+        };
+        let session = format_args!("{session:#x}");
+        let zxid = format_args!("{zxid:#x}");
+        let path = path.unwrap_or("");
+        if ping {
+            tracing::trace!(%session, xid, op = %op.name(), %err, %zxid, latency_us = us, "request");
+        } else {
+            tracing::debug!(%session, xid, op = %op.name(), %path, %err, %zxid, latency_us = us, "request");
         }
     }
 }

@@ -43,12 +43,16 @@ pub struct ConnInfo {
     pub last_op: &'static str,
     pub last_xid: i32,
     pub last_zxid: i64,
+    /// The error code of the last reply (0: ok), for the request log.
+    pub last_err: i32,
     pub last_latency_ms: u64,
     /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
     /// client re-sends its credentials after reconnecting).
     pub auth: Vec<AuthId>,
     /// Set by a `drop-response` fault: frames for this connection are discarded until it closes.
     pub muted: bool,
+    /// Set by a `blackhole` fault: requests from this connection are dropped unread.
+    pub blackholed: bool,
     /// Frames encoded since the last `flush`: a batch of pipelined requests becomes one
     /// buffer, one queue message and one writer wake-up instead of one of each per reply.
     out: BytesMut,
@@ -72,9 +76,11 @@ impl Engine {
                 last_op: "NA",
                 last_xid: -1,
                 last_zxid: -1,
+                last_err: 0,
                 last_latency_ms: 0,
                 auth: Vec::new(),
                 muted: false,
+                blackholed: false,
                 out: BytesMut::new(),
             },
         );
@@ -103,7 +109,7 @@ impl Engine {
     /// Queues a reply frame on a connection.
     pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
         if let Some(c) = self.conns.get_mut(&conn) {
-            c.last_zxid = zxid;
+            (c.last_zxid, c.last_err) = (zxid, err);
         }
         self.queue_frame(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
     }

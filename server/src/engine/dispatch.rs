@@ -56,7 +56,13 @@ impl Engine {
         if self.stopped {
             return Flow::Close;
         }
-        let Some(session) = self.conns.get(&conn).map(|c| c.session) else { return Flow::Close };
+        let Some((session, blackholed)) = self.conns.get(&conn).map(|c| (c.session, c.blackholed)) else {
+            return Flow::Close;
+        };
+        if blackholed {
+            // A blackhole fault fired on this connection: what it sends is lost unread.
+            return Flow::Continue;
+        }
         if self.sessions.get(&session).is_none_or(|s| s.closing) {
             self.reply(conn, xid, self.state.zxid(), ZkError::SessionExpired.code(), &Response::Empty);
             return Flow::Close;
@@ -140,7 +146,7 @@ impl Engine {
             }
             Work::Req(Request::Close) => {
                 if let Some(rt) = self.sessions.get_mut(&session) {
-                    rt.closing = true;
+                    (rt.closing, rt.end) = (true, Some(super::session::End::Closed));
                 }
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
@@ -151,8 +157,10 @@ impl Engine {
             }
             Work::Req(req) => {
                 let op = req.op();
+                // The path outlives the request only for the debug log line.
+                let path = tracing::enabled!(tracing::Level::DEBUG).then(|| req.path().map(str::to_string)).flatten();
                 self.local(conn, session, xid, req);
-                self.finished(conn, op, started);
+                self.finished(conn, xid, op, path.as_deref(), started);
             }
         }
     }

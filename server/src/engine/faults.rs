@@ -10,11 +10,11 @@
 use std::time::Instant;
 
 use testkeeper_wire::Request;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::order::{Queued, Work};
 use super::{Engine, Flow, Out};
-use crate::faults::Action;
+use crate::faults::{Action, At};
 
 /// What happens to a request after the pre-dispatch check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +31,16 @@ impl Engine {
     /// Consults the fault rules for a request about to be dispatched, and carries out a
     /// pre-dispatch action.
     pub(crate) fn fault_before(&mut self, conn: u64, session: i64, xid: i32, req: &Request, started: Instant) -> Step {
-        let Some(fired) = self.faults.check(req, session, xid) else {
+        let Some(fired) = self.faults.check(req, session, xid, self.fault_at()) else {
             return Step::Dispatch;
         };
         let (op, rule) = (req.op().name(), fired.rule);
-        info!(rule, kind = %fired.action.kind(), op, session = format_args!("{session:#x}"), xid, "fault fired");
+        let path = req.path().unwrap_or("");
+        if fired.action.is_tap() {
+            debug!(rule, op, %path, session = format_args!("{session:#x}"), xid, "tap matched");
+        } else {
+            info!(rule, kind = %fired.action.kind(), op, %path, session = format_args!("{session:#x}"), xid, "fault fired");
+        }
         match fired.action {
             Action::Reset => {
                 self.queue_out(conn, Out::Reset);
@@ -50,15 +55,29 @@ impl Engine {
             Action::ExpireSession => {
                 // Through the same path as a timeout: close-session entry, ephemerals and
                 // watches gone, connection closed; a resume then gets SESSION_EXPIRED.
-                self.end_session(session);
+                self.end_session_because(session, super::session::End::Fault);
                 Step::Done(Flow::Close)
             }
-            Action::Delay(d) => {
+            Action::Delay { base, .. } => {
                 // Queued ahead of the reply: the writer flushes what came before, waits, then
                 // writes the reply and everything after it, in order.
-                self.queue_out(conn, Out::Delay(d));
+                let d = fired.delay.unwrap_or(base);
+                if !d.is_zero() {
+                    self.queue_out(conn, Out::Delay(d));
+                }
                 Step::Dispatch
             }
+            Action::Blackhole => {
+                // Nothing of this connection is answered or even read any more: its session's
+                // pings are lost too, so it expires on its timeout, as behind a partition.
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.muted = true;
+                    c.blackholed = true;
+                }
+                Step::Done(Flow::Continue)
+            }
+            // Connection rules are never consulted for a request.
+            Action::Refuse => Step::Dispatch,
             Action::DropResponse => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.muted = true;
@@ -75,5 +94,20 @@ impl Engine {
             Step::DispatchMuted => Flow::Close,
             _ => Flow::Continue,
         }
+    }
+}
+
+impl Engine {
+    /// The clock and the last committed zxid, stamped on a fired fault.
+    pub(crate) fn fault_at(&self) -> At {
+        At { time_ms: self.clock.now_ms(), zxid: self.state.zxid() }
+    }
+
+    /// Whether a connection rule (`refuse`) closes this new connection before its handshake.
+    pub(crate) fn refuse_connect(&mut self, session: i64) -> bool {
+        let at = self.fault_at();
+        let Some(fired) = self.faults.check_connect(session, at) else { return false };
+        info!(rule = fired.rule, kind = %fired.action.kind(), "fault fired: new connection refused");
+        true
     }
 }

@@ -27,8 +27,23 @@ pub struct SessionRt {
     pub deadline_ms: i64,
     /// Its end is proposed: nothing more of it runs.
     pub closing: bool,
+    /// Why it ends, once `closing`: for the log line when the end commits.
+    pub end: Option<End>,
     /// Its uncommitted writes and what waits behind them.
     pub(crate) turn: Turn,
+}
+
+/// Why a session ended, as its log line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The client sent closeSession.
+    Closed,
+    /// Its timeout passed without a request.
+    Timeout,
+    /// An `expire-session` fault fired on one of its requests.
+    Fault,
+    /// Asked for: `TestKeeper::expire_session`, `POST /api/v1/sessions/{id}/expire`.
+    Asked,
 }
 
 /// The outcome of a handshake. The response, if any, is already queued on the connection.
@@ -65,6 +80,9 @@ impl Engine {
     pub fn connect(&mut self, conn: u64, req: &ConnectRequest) -> Handshake {
         if self.stopped {
             return Handshake::Refuse("the server is stopping");
+        }
+        if self.refuse_connect(req.session_id) {
+            return Handshake::Refuse("a refuse fault closed the new connection");
         }
         let zk = self.state.rules().zookeeper_sessions;
         // ZooKeeper 3.8 appends the readOnly byte only for a client that sent one: a 44-byte
@@ -106,6 +124,8 @@ impl Engine {
                 self.close_conn(old);
             }
             self.bind(conn, id);
+            let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
+            info!(session = format_args!("{id:#x}"), timeout_ms, %peer, "session resumed");
             let resp = ConnectResponse {
                 protocol_version: 0,
                 timeout_ms,
@@ -165,8 +185,7 @@ impl Engine {
             self.sessions.iter().filter(|(_, s)| !s.closing && s.deadline_ms <= now).map(|(id, _)| *id).collect();
         due.sort_unstable();
         for id in due {
-            info!(session = format_args!("{id:#x}"), "session expired");
-            self.end_session(id);
+            self.end_session_because(id, End::Timeout);
         }
     }
 
@@ -174,8 +193,13 @@ impl Engine {
     /// log, which deletes its ephemerals; then its watches go and its connection closes.
     /// Returns whether it was live.
     pub fn end_session(&mut self, id: i64) -> bool {
+        self.end_session_because(id, End::Asked)
+    }
+
+    /// [`end_session`](Self::end_session), saying why (the log line names it).
+    pub fn end_session_because(&mut self, id: i64, why: End) -> bool {
         match self.sessions.get_mut(&id) {
-            Some(s) if !s.closing => s.closing = true,
+            Some(s) if !s.closing => (s.closing, s.end) = (true, Some(why)),
             _ => return false,
         }
         self.propose(id, Decide::CloseSession { id }, Reply::Ended);
@@ -186,7 +210,13 @@ impl Engine {
     pub(crate) fn forget_session(&mut self, id: i64) -> Option<u64> {
         let rt = self.sessions.remove(&id)?;
         self.watches.remove_session(id);
-        info!(session = format_args!("{id:#x}"), "session closed");
+        let session = format_args!("{id:#x}");
+        match rt.end {
+            Some(End::Closed) | None => info!(%session, "session closed"),
+            Some(End::Timeout) => info!(%session, timeout_ms = rt.timeout_ms, "session expired"),
+            Some(End::Fault) => info!(%session, reason = "an expire-session fault", "session expired"),
+            Some(End::Asked) => info!(%session, reason = "asked (HTTP or the embedding API)", "session expired"),
+        }
         rt.conn
     }
 

@@ -32,6 +32,19 @@ pub struct FaultEvent {
     pub xid: i32,
     /// Whether the server carried the request out (drop-response and delay do).
     pub applied: bool,
+    /// When it fired: the server clock, ms since the Unix epoch (wall time unless the embedder
+    /// gave the server a manual clock).
+    pub time_ms: i64,
+    /// The server's last committed zxid when it fired, as `0x...` (a write that a
+    /// drop-response or delay let through commits after it).
+    #[serde(serialize_with = "hex")]
+    pub zxid: i64,
+    /// For a delay: how long this reply was held, jitter included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// A rule that changes nothing (`delay:ms=0`) and only logs what it matches: not counted
+    /// as a fault in `/metrics`.
+    pub tap: bool,
 }
 
 fn hex<S: serde::Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
@@ -82,6 +95,10 @@ mod tests {
             session: -1,
             xid: 3,
             applied: false,
+            time_ms: 1_700_000_000_000,
+            zxid: 0x1_0000_0002,
+            delay_ms: None,
+            tap: false,
         }
     }
 
@@ -99,5 +116,7 @@ mod tests {
         );
         let json = serde_json::to_string(&kept[0]).unwrap();
         assert!(json.contains(r#""session":"0xffffffffffffffff""#), "{json}");
+        assert!(json.contains(r#""zxid":"0x100000002""#) && json.contains(r#""time_ms":1700000000000"#), "{json}");
+        assert!(!json.contains("delay_ms"), "{json}");
     }
 }

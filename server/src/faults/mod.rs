@@ -1,11 +1,12 @@
 //! Protocol-aware fault injection: rules that drop a request or its reply, fail it with an
-//! error code, delay its reply, reset the connection, or expire the session, chosen by op,
-//! path, session, position and a seeded probability.
+//! error code, delay its reply (with seeded jitter), reset or black-hole the connection,
+//! expire the session, or refuse new connections, chosen by op, path, session, position and
+//! a seeded probability.
 //!
 //! Faults hook into the engine's one request path at two points (`engine/faults.rs`): before
-//! dispatch (reset, drop-request, error, expire-session: the request is not carried out) and
-//! around the reply (drop-response, delay: it is). Nothing else in the engine knows faults
-//! exist.
+//! dispatch (reset, drop-request, error, expire-session, blackhole: the request is not carried
+//! out) and around the reply (drop-response, delay: it is); `refuse` hooks into the handshake.
+//! Nothing else in the engine knows faults exist.
 //!
 //! Every probability is drawn from one ChaCha generator seeded with `ServerConfig.seed`, and
 //! only when a rule with `prob=` is consulted for a request it matches: the same seed, rules
@@ -29,7 +30,7 @@ use serde::Serialize;
 use testkeeper_wire::Request;
 
 pub use events::{EventLog, FaultEvent, EVENT_LOG_CAPACITY};
-pub use matcher::Matcher;
+pub use matcher::{parse_session, Matcher};
 pub use rule::{Action, Kind, Rule, RuleError};
 
 /// A rule in the table with its counters.
@@ -62,6 +63,15 @@ pub struct RuleStatus {
 pub struct Fired {
     pub rule: u64,
     pub action: Action,
+    /// For a delay: how long to hold the reply, jitter drawn.
+    pub delay: Option<std::time::Duration>,
+}
+
+/// When a rule is consulted: the server's clock and last committed zxid, for the event log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct At {
+    pub time_ms: i64,
+    pub zxid: i64,
 }
 
 /// The fault table of one server.
@@ -72,8 +82,10 @@ pub struct Faults {
     next_id: u64,
     rng: ChaCha8Rng,
     events: EventLog,
-    /// Firings by kind over the server's life (removing a rule keeps them), for `/metrics`.
+    /// Firings by kind over the server's life (removing a rule keeps them), for `/metrics`;
+    /// taps (rules that change nothing) are counted apart.
     fired_by_kind: BTreeMap<&'static str, u64>,
+    taps: u64,
 }
 
 impl Faults {
@@ -85,6 +97,7 @@ impl Faults {
             rng: ChaCha8Rng::seed_from_u64(seed),
             events: EventLog::default(),
             fired_by_kind: BTreeMap::new(),
+            taps: 0,
         }
     }
 
@@ -151,14 +164,31 @@ impl Faults {
     ///
     /// Rules are consulted in id order. Every rule whose filters match counts the request (so
     /// `nth=` counts matching requests, whoever fires); the first that fires wins, and the
-    /// rules after it neither draw nor fire for this request.
-    pub fn check(&mut self, req: &Request, session: i64, xid: i32) -> Option<Fired> {
+    /// rules after it neither draw nor fire for this request. Connection rules (`refuse`) are
+    /// not consulted.
+    pub fn check(&mut self, req: &Request, session: i64, xid: i32, at: At) -> Option<Fired> {
+        let op = req.op().name();
+        let (fired, path) =
+            self.consult(|r| if r.action.kind().on_connect() { None } else { r.matcher.matches(req, session) })?;
+        Some(self.log(fired, op, path, session, xid, at))
+    }
+
+    /// Decides whether a new connection's handshake triggers a connection rule (`refuse`);
+    /// `session` is the one it asks to resume (0: a new one).
+    pub fn check_connect(&mut self, session: i64, at: At) -> Option<Fired> {
+        let (fired, _) = self.consult(|r| r.action.kind().on_connect().then_some(None))?;
+        Some(self.log(fired, "connect", None, session, 0, at))
+    }
+
+    /// The first rule that fires among those `matches` accepts (returning the matched path),
+    /// with the delay it draws.
+    fn consult(&mut self, matches: impl Fn(&Rule) -> Option<Option<String>>) -> Option<(Fired, Option<String>)> {
         if self.rules.is_empty() {
             return None;
         }
         let mut fired: Option<(Fired, Option<String>)> = None;
         for e in &mut self.rules {
-            let Some(path) = e.rule.matcher.matches(req, session) else {
+            let Some(path) = matches(&e.rule) else {
                 continue;
             };
             e.matched += 1;
@@ -171,13 +201,32 @@ impl Faults {
             // depends on nothing but the rules and the requests.
             if eligible && r.prob.is_none_or(|p| self.rng.gen::<f64>() < p) {
                 e.fired += 1;
-                fired = Some((Fired { rule: e.id, action: r.action }, path));
+                fired = Some((Fired { rule: e.id, action: r.action, delay: None }, path));
             }
         }
-        let (fired, path) = fired?;
+        let (mut fired, path) = fired?;
+        if let Action::Delay { base, jitter } = fired.action {
+            // Drawn only for a rule with jitter, so rules without it draw what they always did.
+            let ms = if jitter.is_zero() {
+                base
+            } else {
+                let j = jitter.as_millis() as i64;
+                let d = base.as_millis() as i64 + self.rng.gen_range(-j..=j);
+                std::time::Duration::from_millis(d.max(0) as u64)
+            };
+            fired.delay = Some(ms);
+        }
+        Some((fired, path))
+    }
+
+    fn log(&mut self, fired: Fired, op: &'static str, path: Option<String>, session: i64, xid: i32, at: At) -> Fired {
         let kind = fired.action.kind();
-        *self.fired_by_kind.entry(kind.name()).or_default() += 1;
-        let op = req.op().name();
+        let tap = fired.action.is_tap();
+        if tap {
+            self.taps += 1;
+        } else {
+            *self.fired_by_kind.entry(kind.name()).or_default() += 1;
+        }
         self.events.push(FaultEvent {
             seq: 0,
             rule: fired.rule,
@@ -187,8 +236,17 @@ impl Faults {
             session,
             xid,
             applied: kind.applies_request(),
+            time_ms: at.time_ms,
+            zxid: at.zxid,
+            delay_ms: fired.delay.map(|d| d.as_millis() as u64),
+            tap,
         });
-        Some(fired)
+        fired
+    }
+
+    /// Firings of rules that change nothing (`delay:ms=0`), over the server's life.
+    pub fn taps(&self) -> u64 {
+        self.taps
     }
 }
 
@@ -203,7 +261,7 @@ mod tests {
     }
 
     fn fired_on(faults: &mut Faults, n: usize) -> Vec<usize> {
-        (0..n).filter(|i| faults.check(&get(&format!("/p/{i}")), 1, *i as i32).is_some()).collect()
+        (0..n).filter(|i| faults.check(&get(&format!("/p/{i}")), 1, *i as i32, At::default()).is_some()).collect()
     }
 
     #[test]
@@ -239,12 +297,46 @@ mod tests {
         let mut f = Faults::new(0);
         f.add("error:code=-4,count=1").unwrap();
         f.add("reset:nth=1").unwrap();
-        assert_eq!(f.check(&get("/a"), 1, 1).map(|x| x.action), Some(Action::Error(-4)));
+        assert_eq!(f.check(&get("/a"), 1, 1, At::default()).map(|x| x.action), Some(Action::Error(-4)));
         // The reset rule counted request 1, so its nth=1 has passed.
-        assert_eq!(f.check(&get("/a"), 1, 2), None);
+        assert_eq!(f.check(&get("/a"), 1, 2, At::default()), None);
         assert_eq!(f.rules()[1].matched, 2);
         assert!(f.remove(1) && !f.remove(1));
         f.clear();
         assert!(f.rules().is_empty());
+    }
+
+    #[test]
+    fn jitter_draws_from_the_seed_within_its_bounds() {
+        let run = |seed| {
+            let mut f = Faults::new(seed);
+            f.add("delay:ms=100,jitter=30").unwrap();
+            (0..50)
+                .map(|i| f.check(&get("/j"), 1, i, At::default()).unwrap().delay.unwrap().as_millis())
+                .collect::<Vec<_>>()
+        };
+        let a = run(3);
+        assert_eq!(a, run(3));
+        assert!(a.iter().all(|d| (70..=130).contains(d)), "{a:?}");
+        assert!(a.iter().min() != a.iter().max(), "jitter varies the delay: {a:?}");
+        let mut f = Faults::new(0);
+        f.add("delay:ms=5").unwrap();
+        assert_eq!(f.check(&get("/j"), 1, 1, At::default()).unwrap().delay, Some(std::time::Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn taps_are_logged_but_not_counted_and_refuse_only_sees_connections() {
+        let mut f = Faults::new(0);
+        f.add("delay:ms=0").unwrap();
+        f.add("refuse:count=1").unwrap();
+        let at = At { time_ms: 42, zxid: 7 };
+        assert!(f.check(&get("/t"), 1, 1, at).is_some());
+        assert_eq!((f.taps(), f.fired_by_kind().get("delay")), (1, None));
+        let ev = &f.events()[0];
+        assert!(ev.tap && ev.time_ms == 42 && ev.zxid == 7 && ev.delay_ms == Some(0));
+        assert_eq!(f.rules()[1].matched, 0, "a request never reaches a connection rule");
+        assert_eq!(f.check_connect(0, at).map(|x| x.action), Some(Action::Refuse));
+        assert_eq!(f.check_connect(0, at), None, "count=1 used up");
+        assert_eq!((f.fired_by_kind()["refuse"], f.events()[1].op), (1, "connect"));
     }
 }

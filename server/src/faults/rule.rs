@@ -21,12 +21,22 @@ pub enum Kind {
     Delay,
     Reset,
     ExpireSession,
+    Blackhole,
+    Refuse,
 }
 
 impl Kind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [Kind; 6] =
-        [Kind::DropResponse, Kind::DropRequest, Kind::Error, Kind::Delay, Kind::Reset, Kind::ExpireSession];
+    pub const ALL: [Kind; 8] = [
+        Kind::DropResponse,
+        Kind::DropRequest,
+        Kind::Error,
+        Kind::Delay,
+        Kind::Reset,
+        Kind::ExpireSession,
+        Kind::Blackhole,
+        Kind::Refuse,
+    ];
 
     /// The kind's name in the grammar.
     pub fn name(self) -> &'static str {
@@ -37,7 +47,14 @@ impl Kind {
             Kind::Delay => "delay",
             Kind::Reset => "reset",
             Kind::ExpireSession => "expire-session",
+            Kind::Blackhole => "blackhole",
+            Kind::Refuse => "refuse",
         }
+    }
+
+    /// Whether the kind acts on new connections (their handshake) rather than on requests.
+    pub fn on_connect(self) -> bool {
+        self == Kind::Refuse
     }
 
     fn from_name(name: &str) -> Option<Kind> {
@@ -65,12 +82,18 @@ pub enum Action {
     DropRequest,
     /// Do not apply; reply with this error code.
     Error(i32),
-    /// Apply, and hold the reply (and everything after it on the connection) this long.
-    Delay(Duration),
+    /// Apply, and hold the reply (and everything after it on the connection) `base`, plus or
+    /// minus up to `jitter` drawn from the seeded generator when the rule fires.
+    Delay { base: Duration, jitter: Duration },
     /// Abort the connection (TCP RST) before processing the request.
     Reset,
     /// Expire the request's session instead of processing the request.
     ExpireSession,
+    /// Drop the request and everything after it on its connection, unanswered, and keep the
+    /// connection open: a network black hole (the session then times out, as in a partition).
+    Blackhole,
+    /// Close a new connection before its handshake is answered.
+    Refuse,
 }
 
 impl Action {
@@ -80,10 +103,19 @@ impl Action {
             Action::DropResponse => Kind::DropResponse,
             Action::DropRequest => Kind::DropRequest,
             Action::Error(_) => Kind::Error,
-            Action::Delay(_) => Kind::Delay,
+            Action::Delay { .. } => Kind::Delay,
             Action::Reset => Kind::Reset,
             Action::ExpireSession => Kind::ExpireSession,
+            Action::Blackhole => Kind::Blackhole,
+            Action::Refuse => Kind::Refuse,
         }
+    }
+
+    /// A delay of nothing: it changes no answer, it only logs the requests it matches (the
+    /// publisher's chaos sweep uses `delay:ms=0` rules so). Such firings are not counted as
+    /// faults in `/metrics`.
+    pub fn is_tap(self) -> bool {
+        self == Action::Delay { base: Duration::ZERO, jitter: Duration::ZERO }
     }
 }
 
@@ -111,7 +143,7 @@ pub struct Rule {
     pub count: Option<u64>,
 }
 
-const KEYS: &str = "op, path, session, nth, prob, count, code (error), ms (delay)";
+const KEYS: &str = "op, path, session, nth, prob, count, code (error), ms and jitter (delay)";
 
 impl Rule {
     /// Parses `KIND[:key=value,...]`.
@@ -128,8 +160,8 @@ impl Rule {
             return Err(fail(format!("unknown fault kind '{kind_name}' (expected one of: {})", names.join(", "))));
         };
         let mut seen: Vec<&str> = Vec::new();
-        let (mut matcher, mut nth, mut prob, mut count, mut code, mut ms) =
-            (Matcher::default(), None, None, None, None, None);
+        let (mut matcher, mut nth, mut prob, mut count, mut code, mut ms, mut jitter) =
+            (Matcher::default(), None, None, None, None, None, None);
         for item in split_items(rest) {
             let item = item.trim();
             if item.is_empty() {
@@ -143,6 +175,11 @@ impl Rule {
                 return Err(fail(format!("{key}= is given twice")));
             }
             seen.push(key);
+            if kind.on_connect() && matches!(key, "op" | "path" | "session") {
+                return Err(fail(format!(
+                    "{key}= does not apply to {kind} faults: they act on new connections, before any request (keys: nth, prob, count)"
+                )));
+            }
             match key {
                 "op" => matcher.ops = parse_ops(value).map_err(fail)?,
                 "path" => matcher.path = parse_glob(value).map_err(fail)?,
@@ -151,14 +188,9 @@ impl Rule {
                 "count" => count = Some(parse_positive("count", value).map_err(fail)?),
                 "prob" => prob = Some(parse_prob(value).map_err(fail)?),
                 "code" if kind == Kind::Error => code = Some(parse_code(value).map_err(fail)?),
-                "ms" if kind == Kind::Delay => {
-                    ms = Some(
-                        value
-                            .parse::<u64>()
-                            .map_err(|_| fail(format!("bad value for ms: '{value}' (expected whole milliseconds)")))?,
-                    );
-                }
-                "code" | "ms" => return Err(fail(format!("{key}= does not apply to {kind} faults"))),
+                "ms" if kind == Kind::Delay => ms = Some(parse_ms("ms", value).map_err(fail)?),
+                "jitter" if kind == Kind::Delay => jitter = Some(parse_ms("jitter", value).map_err(fail)?),
+                "code" | "ms" | "jitter" => return Err(fail(format!("{key}= does not apply to {kind} faults"))),
                 other => return Err(fail(format!("unknown key '{other}' (keys: {KEYS})"))),
             }
         }
@@ -167,12 +199,17 @@ impl Rule {
             Kind::DropRequest => Action::DropRequest,
             Kind::Reset => Action::Reset,
             Kind::ExpireSession => Action::ExpireSession,
+            Kind::Blackhole => Action::Blackhole,
+            Kind::Refuse => Action::Refuse,
             Kind::Error => Action::Error(
                 code.ok_or_else(|| fail("error faults need code=<ZooKeeper error code>, e.g. error:code=-4".into()))?,
             ),
-            Kind::Delay => Action::Delay(Duration::from_millis(
-                ms.ok_or_else(|| fail("delay faults need ms=<milliseconds>, e.g. delay:ms=200".into()))?,
-            )),
+            Kind::Delay => Action::Delay {
+                base: Duration::from_millis(
+                    ms.ok_or_else(|| fail("delay faults need ms=<milliseconds>, e.g. delay:ms=200".into()))?,
+                ),
+                jitter: Duration::from_millis(jitter.unwrap_or(0)),
+            },
         };
         Ok(Rule { text: text.to_string(), action, matcher, nth, prob, count })
     }
@@ -202,6 +239,10 @@ fn parse_positive(key: &str, value: &str) -> Result<u64, String> {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("bad value for {key}: '{value}' (expected a whole number >= 1)")),
     }
+}
+
+fn parse_ms(key: &str, value: &str) -> Result<u64, String> {
+    value.parse::<u64>().map_err(|_| format!("bad value for {key}: '{value}' (expected whole milliseconds)"))
 }
 
 fn parse_prob(value: &str) -> Result<f64, String> {
@@ -242,7 +283,16 @@ mod tests {
         assert_eq!(Rule::parse(" drop-request:op=create ").unwrap().action, Action::DropRequest);
         assert_eq!(Rule::parse("error:code=-112").unwrap().action, Action::Error(-112));
         assert_eq!(Rule::parse("error:code=connectionloss").unwrap().action, Action::Error(-4));
-        assert_eq!(Rule::parse("delay:ms=250").unwrap().action, Action::Delay(Duration::from_millis(250)));
+        let ms = Duration::from_millis;
+        assert_eq!(Rule::parse("delay:ms=250").unwrap().action, Action::Delay { base: ms(250), jitter: ms(0) });
+        assert_eq!(
+            Rule::parse("delay:ms=250,jitter=40").unwrap().action,
+            Action::Delay { base: ms(250), jitter: ms(40) }
+        );
+        assert!(Rule::parse("delay:ms=0").unwrap().action.is_tap());
+        assert!(!Rule::parse("delay:ms=0,jitter=1").unwrap().action.is_tap());
+        assert_eq!(Rule::parse("blackhole:op=getData").unwrap().action, Action::Blackhole);
+        assert_eq!(Rule::parse("refuse:count=2").unwrap().action, Action::Refuse);
         assert_eq!(Rule::parse("reset:").unwrap().action, Action::Reset);
         assert_eq!(Rule::parse("expire-session:session=0x10").unwrap().action, Action::ExpireSession);
     }
@@ -274,6 +324,9 @@ mod tests {
         assert!(err("error:code=NOPE").contains("bad value for code: 'NOPE'"));
         assert!(err("delay").contains("need ms="));
         assert!(err("delay:ms=-1").contains("bad value for ms: '-1'"));
+        assert!(err("delay:ms=1,jitter=x").contains("bad value for jitter: 'x'"));
+        assert!(err("reset:jitter=1").contains("jitter= does not apply to reset faults"));
+        assert!(err("refuse:op=create").contains("op= does not apply to refuse faults"));
         assert!(err("reset:path=locks/*").contains("must start with '/'"));
         assert!(err("reset:path=/a/[b").contains("bad value for path"));
         let full = Rule::parse("reset:x=1").unwrap_err().to_string();

@@ -81,18 +81,32 @@ pub fn registry(e: &Engine) -> Registry {
         Unit::Seconds,
         ConstGauge::new(l.sync_us_max as f64 / 1e6),
     );
-    // A u64 digest does not survive a float sample value; a label carries it exactly.
-    let digest = Info::new(vec![
-        ("digest".to_string(), e.state.tree().digest().to_string()),
-        ("enabled".to_string(), e.cfg.digest_enabled.to_string()),
+    // A sample is a float64, exact only up to 2^53: the u64 digest is split into two 32-bit
+    // halves, each exact, so replicas compare equal exactly when both halves do (and a label
+    // holding the value would start a new series on every write).
+    let d = e.state.tree().digest();
+    r.register("tree_digest_high", "High 32 bits of the tree digest (Keeper V5 formula)", g64(d >> 32));
+    r.register("tree_digest_low", "Low 32 bits of the tree digest (Keeper V5 formula)", g64(d & 0xffff_ffff));
+    r.register(
+        "tree_digest_enabled",
+        "Whether the tree digest is kept (1) or off (0)",
+        gauge(usize::from(e.cfg.digest_enabled)),
+    );
+    let build = Info::new(vec![
+        ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("flavor".to_string(), e.cfg.flavor.to_string()),
+        ("digest_version".to_string(), testkeeper_core::digest::DIGEST_VERSION.to_string()),
     ]);
-    r.register("tree_digest", "Tree digest (Keeper V5 formula), as the digest label", digest);
+    r.register("build", "The build and the server it imitates", build);
     let fired = Family::<Labels, Counter>::default();
     for kind in Kind::ALL {
         let n = e.faults.fired_by_kind().get(kind.name()).copied().unwrap_or(0);
         fired.get_or_create(&vec![("kind".into(), kind.name().into())]).inc_by(n);
     }
-    r.register("faults_fired", "Injected faults that fired, by kind", fired);
+    r.register("faults_fired", "Injected faults that fired, by kind (taps excluded)", fired);
+    let taps = Counter::<u64>::default();
+    taps.inc_by(e.faults.taps());
+    r.register("fault_taps", "Firings of rules that change nothing (delay:ms=0), which only log", taps);
     r.register("fault_rules", "Fault rules installed", gauge(e.faults.rules().len()));
     r
 }

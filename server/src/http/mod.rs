@@ -5,11 +5,16 @@
 //! | `GET /ready` | `{"status":"ok","details":{"role":"standalone","hasLeader":true}}` |
 //! | `GET /api/v1/commands/{word}` | the four-letter word's answer, as text |
 //! | `GET /metrics` | Prometheus text exposition (format 0.0.4) |
-//! | `POST /api/v1/faults` | body = one rule; `{"id":N}`, or 400 with the parse error |
+//! | `POST /api/v1/faults` | body = one rule, text or JSON; `{"id":N,"rule":..}`, or 400 with the parse error |
 //! | `GET /api/v1/faults` | `{"seed":S,"rules":[...]}` with match and firing counts |
 //! | `DELETE /api/v1/faults` | removes every rule |
 //! | `DELETE /api/v1/faults/{id}` | removes one rule; 404 if there is none |
-//! | `GET /api/v1/faults/events` | `{"total":N,"events":[...]}`, the newest fired faults |
+//! | `GET /api/v1/faults/events[?since=SEQ]` | `{"total":N,"events":[...]}`, the newest fired faults |
+//! | `GET /api/v1/sessions` | `{"sessions":[...]}`: the live sessions |
+//! | `POST /api/v1/sessions/{id}/expire` | expires the session now; `{"expired":"0x.."}`, or 404 |
+//! | `GET /api/v1/connections` | `{"connections":[...]}`: the open client connections |
+//! | `DELETE /api/v1/connections/{id}` | closes the connection (its session lives on); 204, or 404 |
+//! | `POST /api/v1/reset` | an empty tree, no sessions, no fault rules; `{"reset":true,...}` |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
 //! Every route sits behind one guard (`guard.rs`): a non-loopback `Origin` is refused, and a
@@ -17,15 +22,19 @@
 //!
 //! # Layout
 //! - this file: the router and [`HttpServer`] (bind, serve, stop).
+//! - `client`: [`client::AdminClient`], the endpoint's client (`testkeeper faults`, the publisher).
 //! - `guard`: the cross-site guard in front of every route.
 //! - `control`: `/ready` and the four-letter-word commands.
 //! - `faults`: the fault API.
+//! - `sessions`: sessions, connections and reset.
 //! - `metrics`: `/metrics`.
 
+pub mod client;
 mod control;
 mod faults;
 pub mod guard;
 mod metrics;
+mod sessions;
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::middleware;
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -54,6 +63,11 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/faults", get(faults::list).post(faults::add).delete(faults::clear))
         .route("/api/v1/faults/events", get(faults::events))
         .route("/api/v1/faults/{id}", delete(faults::remove))
+        .route("/api/v1/sessions", get(sessions::list))
+        .route("/api/v1/sessions/{id}/expire", post(sessions::expire))
+        .route("/api/v1/connections", get(sessions::connections))
+        .route("/api/v1/connections/{id}", delete(sessions::drop_connection))
+        .route("/api/v1/reset", post(sessions::reset))
         .with_state(shared)
         // Last, so it wraps every route above (add new routes above this line) and the
         // fallback: nothing reaches a handler unguarded.
