@@ -108,10 +108,16 @@ pub async fn run(args: DigestArgs) -> Result<(), String> {
     let d = walk(&client).await.map_err(|e| format!("walking {}: {e}", args.target))?;
     let _ = client.close().await;
     if args.json {
-        println!(
-            "{{\"target\":\"{}\",\"nodes\":{},\"digest_version\":{},\"keeper_digest\":{},\"content_digest\":{},\"unreadable\":{}}}",
-            args.target, d.nodes, DIGEST_VERSION, d.keeper_digest, d.content_digest, d.unreadable
-        );
+        // u64 values as strings: a JSON number past 2^53 is rounded by jq and JavaScript.
+        let out = serde_json::json!({
+            "target": args.target.text,
+            "nodes": d.nodes.to_string(),
+            "digest_version": DIGEST_VERSION,
+            "keeper_digest": d.keeper_digest.to_string(),
+            "content_digest": d.content_digest.to_string(),
+            "unreadable": d.unreadable.to_string(),
+        });
+        println!("{out}");
     } else {
         println!("target          {}", args.target);
         println!("nodes           {}", d.nodes);

@@ -82,3 +82,16 @@ fn sessions_expire_connections_and_reset_from_a_shell() {
     assert_eq!(v["reset"], true);
     assert_eq!(stdout(&run(&["faults", "sessions", "--admin", admin])), "");
 }
+
+#[test]
+fn digest_json_writes_u64_values_as_strings() {
+    let s = Served::start(&[], &[]);
+    let o = run(&["digest", "--target", &s.addr, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for key in ["nodes", "keeper_digest", "content_digest", "unreadable"] {
+        let text = v[key].as_str().unwrap_or_else(|| panic!("{key} is not a string: {v}"));
+        text.parse::<u64>().unwrap_or_else(|e| panic!("{key}: {e}"));
+    }
+    assert!(stderr(&o).is_empty(), "a client command prints no INFO lines: {}", stderr(&o));
+}

@@ -57,8 +57,8 @@ fn independent_digest_equals_mntr() {
             .output()
             .expect("digest");
         assert!(
-            String::from_utf8_lossy(&ours.stdout).contains(&format!("\"keeper_digest\":{served}")),
-            "testkeeper digest agrees"
+            String::from_utf8_lossy(&ours.stdout).contains(&format!("\"keeper_digest\":\"{served}\"")),
+            "testkeeper digest agrees (its u64 as a JSON string)"
         );
     }
 }
