@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use testkeeper_core::txn::Entry;
 
-use super::{HardState, Log, LogError, Syncer};
+use super::{HardState, Log, LogError, Span, Syncer};
 
 /// Entries in memory, at most `limit` of them (older ones are compacted away).
 #[derive(Debug)]
@@ -81,20 +81,8 @@ impl Log for MemLog {
         Ok(())
     }
 
-    fn first_index(&self) -> u64 {
-        self.first
-    }
-
-    fn last_index(&self) -> u64 {
-        self.last
-    }
-
-    fn last_term(&self) -> u64 {
-        self.last_term
-    }
-
-    fn hard_state(&self) -> HardState {
-        self.hard
+    fn span(&self) -> Span {
+        Span { first: self.first, last: self.last, last_term: self.last_term, hard: self.hard }
     }
 
     fn persistent(&self) -> bool {

@@ -34,6 +34,16 @@ pub struct HardState {
     pub commit: u64,
 }
 
+/// What a log holds: entries `first..=last` (none when `first > last`), the term of the last
+/// one, and the hard state appended with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Span {
+    pub first: u64,
+    pub last: u64,
+    pub last_term: u64,
+    pub hard: HardState,
+}
+
 /// Why the log cannot be read or written. Every variant names where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogError {
@@ -107,17 +117,28 @@ pub trait Log: Send {
     /// The storage's failure.
     fn compact_to(&mut self, index: u64) -> Result<(), LogError>;
 
+    /// Which indexes the log holds, and its hard state.
+    fn span(&self) -> Span;
+
     /// The first index held (`last_index() + 1` when empty).
-    fn first_index(&self) -> u64;
+    fn first_index(&self) -> u64 {
+        self.span().first
+    }
 
     /// The last index held (the snapshot's, when empty after compaction).
-    fn last_index(&self) -> u64;
+    fn last_index(&self) -> u64 {
+        self.span().last
+    }
 
     /// The term of the last entry.
-    fn last_term(&self) -> u64;
+    fn last_term(&self) -> u64 {
+        self.span().last_term
+    }
 
     /// The hard state last appended.
-    fn hard_state(&self) -> HardState;
+    fn hard_state(&self) -> HardState {
+        self.span().hard
+    }
 
     /// Whether entries survive the process (a restart finds them).
     fn persistent(&self) -> bool;

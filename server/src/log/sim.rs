@@ -13,7 +13,7 @@ use tracing::warn;
 
 use super::record::{self, RecordError};
 use super::sled::Meta;
-use super::{HardState, Log, LogError, Syncer};
+use super::{HardState, Log, LogError, Span, Syncer};
 
 /// The name recovery messages use for the simulated log.
 const NAME: &str = "sim-log";
@@ -261,20 +261,8 @@ impl Log for SimLog {
         Ok(())
     }
 
-    fn first_index(&self) -> u64 {
-        self.first
-    }
-
-    fn last_index(&self) -> u64 {
-        self.last
-    }
-
-    fn last_term(&self) -> u64 {
-        self.last_term
-    }
-
-    fn hard_state(&self) -> HardState {
-        self.hard
+    fn span(&self) -> Span {
+        Span { first: self.first, last: self.last, last_term: self.last_term, hard: self.hard }
     }
 
     fn persistent(&self) -> bool {

@@ -25,7 +25,7 @@ use testkeeper_core::txn::Entry;
 use tracing::warn;
 
 use super::record::{self, RecordError};
-use super::{HardState, Log, LogError, Syncer};
+use super::{HardState, Log, LogError, Span, Syncer};
 
 const META: &[u8] = b"m/meta";
 const HARD: &[u8] = b"m/hard";
@@ -313,20 +313,8 @@ impl Log for SledLog {
         Ok(())
     }
 
-    fn first_index(&self) -> u64 {
-        self.first
-    }
-
-    fn last_index(&self) -> u64 {
-        self.last
-    }
-
-    fn last_term(&self) -> u64 {
-        self.last_term
-    }
-
-    fn hard_state(&self) -> HardState {
-        self.hard
+    fn span(&self) -> Span {
+        Span { first: self.first, last: self.last, last_term: self.last_term, hard: self.hard }
     }
 
     fn persistent(&self) -> bool {

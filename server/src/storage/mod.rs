@@ -22,6 +22,9 @@
 pub mod snapshots;
 pub mod snapshotter;
 
+#[cfg(test)]
+mod props;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
