@@ -144,6 +144,11 @@ impl<'a> Reader<'a> {
         Ok(i64::from_le_bytes(self.array()?))
     }
 
+    /// 16 raw bytes (a session password).
+    pub fn array16(&mut self) -> Result<[u8; 16], CodecError> {
+        self.array()
+    }
+
     pub fn blob(&mut self) -> Result<&'a [u8], CodecError> {
         let n = self.u32()? as usize;
         self.take(n)
@@ -216,10 +221,11 @@ pub fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
             w.u32(codes.len() as u32);
             codes.iter().for_each(|c| w.i32(*c));
         }
-        Txn::CreateSession { id, timeout_ms } => {
+        Txn::CreateSession { id, timeout_ms, passwd } => {
             w.u8(4);
             w.i64(*id);
             w.i32(*timeout_ms);
+            passwd.iter().for_each(|b| w.u8(*b));
         }
         Txn::CloseSession { id, ephemerals } => {
             w.u8(5);
@@ -227,7 +233,9 @@ pub fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
             w.u32(ephemerals.len() as u32);
             ephemerals.iter().for_each(|p| w.str(p));
         }
+        Txn::Noop => w.u8(6),
     }
+    w.u64(e.origin);
 }
 
 fn encode_op(w: &mut Writer<'_>, op: &Op) {
@@ -297,16 +305,18 @@ pub fn decode_entry(index: u64, term: u64, payload: &[u8]) -> Result<Entry, Code
             let n = r.count(4)?;
             Txn::MultiFailed((0..n).map(|_| r.i32()).collect::<Result<_, _>>()?)
         }
-        4 => Txn::CreateSession { id: r.i64()?, timeout_ms: r.i32()? },
+        4 => Txn::CreateSession { id: r.i64()?, timeout_ms: r.i32()?, passwd: r.array16()? },
         5 => {
             let id = r.i64()?;
             let n = r.count(4)?;
             Txn::CloseSession { id, ephemerals: (0..n).map(|_| r.string()).collect::<Result<_, _>>()? }
         }
+        6 => Txn::Noop,
         t => return Err(CodecError(format!("unknown txn tag {t}"))),
     };
+    let origin = r.u64()?;
     r.end()?;
-    Ok(Entry { index, term, zxid, time_ms, session, txn, digest })
+    Ok(Entry { index, term, zxid, time_ms, session, txn, digest, origin })
 }
 
 fn decode_op(r: &mut Reader<'_>) -> Result<Op, CodecError> {

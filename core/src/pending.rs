@@ -85,7 +85,7 @@ struct Slot {
 
 /// Where a proposal started, to undo it alone.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Mark {
+pub struct Mark {
     undo: usize,
     written: usize,
     digest: u64,

@@ -22,10 +22,55 @@ use crate::txn::{Entry, Txn};
 pub enum Decide<'a> {
     /// A client write (or multi, or closeSession) with the identities its connection holds.
     Write { req: &'a Request, auth: &'a [AuthId] },
-    /// A new session with its negotiated timeout.
-    CreateSession { timeout_ms: i32 },
+    /// A new session with its negotiated timeout and the password its client must show to
+    /// resume it (the caller's random bytes, as it gives the time).
+    CreateSession { timeout_ms: i32, passwd: [u8; 16] },
+    /// A no-op through the log (Keeper's `sync` in a cluster).
+    Noop,
     /// The end of a session (expiry, or the embedding API).
     CloseSession { id: i64 },
+}
+
+/// An owned [`Decide`]: what a follower sends its leader, and a cluster node its driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proposal {
+    Write { req: Request, auth: Vec<AuthId> },
+    CreateSession { timeout_ms: i32, passwd: [u8; 16] },
+    CloseSession { id: i64 },
+    Noop,
+}
+
+impl Proposal {
+    /// The owned form of `d`.
+    pub fn of(d: &Decide<'_>) -> Proposal {
+        match *d {
+            Decide::Write { req, auth } => Proposal::Write { req: req.clone(), auth: auth.to_vec() },
+            Decide::CreateSession { timeout_ms, passwd } => Proposal::CreateSession { timeout_ms, passwd },
+            Decide::CloseSession { id } => Proposal::CloseSession { id },
+            Decide::Noop => Proposal::Noop,
+        }
+    }
+
+    /// The borrowed form the proposer takes.
+    pub fn decide(&self) -> Decide<'_> {
+        match self {
+            Proposal::Write { req, auth } => Decide::Write { req, auth },
+            Proposal::CreateSession { timeout_ms, passwd } => {
+                Decide::CreateSession { timeout_ms: *timeout_ms, passwd: *passwd }
+            }
+            Proposal::CloseSession { id } => Decide::CloseSession { id: *id },
+            Proposal::Noop => Decide::Noop,
+        }
+    }
+}
+
+/// A proposer's position, to undo proposals that were not appended after all.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoint {
+    mark: crate::pending::Mark,
+    last_index: u64,
+    last_zxid: i64,
+    next_session_id: i64,
 }
 
 /// The leader's decision state: the overlay, and the counters as of the last proposed entry.
@@ -48,6 +93,23 @@ impl Proposer {
             last_zxid: state.zxid,
             next_session_id: state.next_session_id,
         }
+    }
+
+    /// Where the proposer stands now, to undo the next proposal if it cannot be appended.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            mark: self.pending.mark(),
+            last_index: self.last_index,
+            last_zxid: self.last_zxid,
+            next_session_id: self.next_session_id,
+        }
+    }
+
+    /// Undoes every proposal made since `cp` (their entries were never appended).
+    pub fn restore(&mut self, cp: Checkpoint) {
+        self.pending.rollback(cp.mark);
+        self.pending.seal();
+        (self.last_index, self.last_zxid, self.next_session_id) = (cp.last_index, cp.last_zxid, cp.next_session_id);
     }
 
     /// Forgets every uncommitted decision (a failed append, a lost leadership): the next entry
@@ -82,10 +144,14 @@ impl Proposer {
         self.pending.committed(index);
     }
 
-    /// Decides the next entry for `session` at leader time `time_ms`.
-    pub fn propose(&mut self, state: &State, session: i64, time_ms: i64, what: Decide<'_>) -> Entry {
+    /// Decides the next entry for `session` at leader time `time_ms`, for whoever `origin`
+    /// names (see [`Entry::origin`]).
+    pub fn propose(&mut self, state: &State, session: i64, time_ms: i64, origin: u64, what: Decide<'_>) -> Entry {
         let index = self.last_index + 1;
-        let consumes = !matches!(what, Decide::CreateSession { .. }) || state.rules.create_session_consumes_zxid;
+        let consumes = match what {
+            Decide::CreateSession { .. } => state.rules.create_session_consumes_zxid,
+            _ => true,
+        };
         let zxid = self.last_zxid + i64::from(consumes);
         let at = At { zxid, time_ms };
         let txn = match what {
@@ -103,14 +169,16 @@ impl Proposer {
                     Err(e) => Txn::Failed(e),
                 }
             }
-            Decide::CreateSession { timeout_ms } => {
+            Decide::Noop => Txn::Noop,
+            Decide::CreateSession { timeout_ms, passwd } => {
                 let mut id = self.next_session_id;
                 // The container sentinel is never a session id (ZooKeeper skips it the same way).
                 if id == CONTAINER_OWNER {
                     id += 1;
                 }
                 self.next_session_id = id + 1;
-                Txn::CreateSession { id, timeout_ms }
+                let passwd = if state.rules.zookeeper_sessions { passwd } else { [0; 16] };
+                Txn::CreateSession { id, timeout_ms, passwd }
             }
             Decide::CloseSession { id } => self.close(state, id, at, index),
         };
@@ -118,7 +186,7 @@ impl Proposer {
         self.last_index = index;
         self.last_zxid = zxid;
         let digest = state.tree.digest_enabled().then(|| (DIGEST_VERSION, self.pending.digest()));
-        Entry { index, term: self.term, zxid, time_ms, session, txn, digest }
+        Entry { index, term: self.term, zxid, time_ms, session, txn, digest, origin }
     }
 
     fn staging<'a>(&'a mut self, state: &'a State, index: u64) -> Staging<'a> {

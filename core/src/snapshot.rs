@@ -15,7 +15,7 @@
 //! | node count | u64 |
 //! | ACL lists | u32 count, then each: the list (u32 count; per ACL i32 perms, str scheme, str id) |
 //! | nodes | per node: str path, data (i32 length, -1 = null), u32 ACL list number, i64 czxid, i64 mzxid, i64 ctime, i64 mtime, i32 version, i32 cversion, i32 aversion, i64 pzxid, i64 owner, i64 ttl, i64 sequential counter |
-//! | sessions | u32 count, then each: i64 id, i32 timeout |
+//! | sessions | u32 count, then each: i64 id, i32 timeout, 16-byte password |
 //! | checksum | u32 CRC-32 of every byte before it |
 //!
 //! (`str` = u32 length + UTF-8 bytes.) Loading rebuilds the tree through `apply::Restore` and
@@ -142,6 +142,7 @@ pub fn write(state: &State) -> Vec<u8> {
     for (id, info) in &state.sessions {
         w.i64(*id);
         w.i32(info.timeout_ms);
+        info.passwd.iter().for_each(|b| w.u8(*b));
     }
     let crc = crc32(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -233,10 +234,10 @@ pub fn read(body: &[u8], rules: &Rules, mut each: impl FnMut(&DumpedNode)) -> Re
             .try_node(RestoredNode { path: &path, data: data.as_deref(), acl, stat, owner, ttl, seq })
             .map_err(SnapshotError::Format)?;
     }
-    let n_sessions = r.count(12).map_err(format)?;
+    let n_sessions = r.count(28).map_err(format)?;
     for _ in 0..n_sessions {
-        let (id, timeout) = (r.i64().map_err(format)?, r.i32().map_err(format)?);
-        restore.session(id, timeout);
+        let (id, timeout, passwd) = (r.i64().map_err(format)?, r.i32().map_err(format)?, r.array16().map_err(format)?);
+        restore.session(id, timeout, passwd);
     }
     r.end().map_err(format)?;
     let state = restore.finish(h.zxid, h.next_session_id, h.index, h.term);

@@ -12,6 +12,8 @@ use super::tree::Tree;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionInfo {
     pub timeout_ms: i32,
+    /// What a client must present to resume the session (zookeeper flavor; zeros in Keeper).
+    pub passwd: [u8; 16],
 }
 
 /// Options that shape the initial tree.

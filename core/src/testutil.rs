@@ -37,7 +37,7 @@ impl Harness {
     /// Decides the next entry without committing it (pipelining).
     pub fn propose(&mut self, session: i64, what: Decide<'_>) -> Entry {
         self.now += 1;
-        self.proposer.propose(&self.state, session, self.now, what)
+        self.proposer.propose(&self.state, session, self.now, 0, what)
     }
 
     /// Commits a proposed entry, in order.
@@ -55,7 +55,7 @@ impl Harness {
     }
 
     pub fn session(&mut self) -> i64 {
-        match self.run(0, Decide::CreateSession { timeout_ms: 30_000 }).outcome {
+        match self.run(0, Decide::CreateSession { timeout_ms: 30_000, passwd: [7; 16] }).outcome {
             Outcome::SessionCreated(id) => id,
             other => panic!("{other:?}"),
         }

@@ -90,10 +90,13 @@ pub enum Txn {
     Failed(ZkError),
     /// A multi that failed: the exact per-op codes (0 before the failing op, its code, -2 after).
     MultiFailed(Vec<i32>),
-    /// A new session with its negotiated timeout.
-    CreateSession { id: i64, timeout_ms: i32 },
+    /// A new session with its negotiated timeout and password (16 zero bytes in Keeper).
+    CreateSession { id: i64, timeout_ms: i32, passwd: [u8; 16] },
     /// A session ends; its ephemerals, listed by prepare, are deleted.
     CloseSession { id: i64, ephemerals: Vec<String> },
+    /// Changes nothing: a Raft leader's first entry of its term, and Keeper's `sync` in a
+    /// cluster (a round trip through the log).
+    Noop,
 }
 
 /// One entry of the log: the unit that `apply` consumes and replay repeats. Entries are made in
@@ -113,6 +116,9 @@ pub struct Entry {
     /// (digest version, tree digest after this entry), decided by the proposer; `None` when
     /// the digest is off.
     pub(crate) digest: Option<(u8, u64)>,
+    /// Who waits for the entry: the node that holds the client's connection and its request
+    /// number there (0 = nobody). Not state: it routes the reply, and replay ignores it.
+    pub(crate) origin: u64,
 }
 
 impl Entry {
@@ -149,6 +155,35 @@ impl Entry {
     /// (digest version, tree digest after the entry), if the digest is on.
     pub fn digest(&self) -> Option<(u8, u64)> {
         self.digest
+    }
+
+    /// Who waits for the entry (see [`origin`](Entry::origin)).
+    pub fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    /// A Raft no-op at `index` in `term` (a new leader's first entry): it changes nothing but
+    /// the applied index.
+    pub fn noop(index: u64, term: u64) -> Entry {
+        Entry { index, term, zxid: 0, time_ms: 0, session: 0, txn: Txn::Noop, digest: None, origin: 0 }
+    }
+
+    /// Fault injection only: the entry as a replica with a corrupted copy would apply it (the
+    /// data of its first create or setData gains a byte), so that replica's tree, and so its
+    /// digest, diverge at this entry while the entry still carries the right digest.
+    pub fn corrupted(mut self) -> Entry {
+        if let Txn::Ops(ops) = &mut self.txn {
+            for op in ops {
+                match op {
+                    Op::Create(CreateTxn { data, .. }) | Op::SetData { data, .. } => {
+                        data.get_or_insert_with(Vec::new).push(0x5a);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self
     }
 
     /// Fault injection only: the same entry carrying a wrong digest, as ClickHouse's

@@ -54,7 +54,7 @@ impl Machine {
         };
         let state = State::new(&opts);
         let mut m = Machine { proposer: Proposer::new(&state, 1), state, session: 0 };
-        m.run(0, Decide::CreateSession { timeout_ms: 30_000 });
+        m.run(0, Decide::CreateSession { timeout_ms: 30_000, passwd: [0; 16] });
         m.session = *m.state.sessions().keys().next().expect("session created");
         m.write(&create("/b"));
         for i in 0..nodes {
@@ -64,7 +64,7 @@ impl Machine {
     }
 
     fn run(&mut self, session: i64, what: Decide<'_>) {
-        let entry = self.proposer.propose(&self.state, session, 1_700_000_000_000, what);
+        let entry = self.proposer.propose(&self.state, session, 1_700_000_000_000, 0, what);
         let applied = self.state.apply(&entry).expect("the digest the proposer decided");
         self.proposer.committed(entry.index());
         black_box(applied);

@@ -11,6 +11,7 @@
 /// randomness), re-exported under its old path.
 pub use testkeeper_core as core;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod embed;
 pub mod engine;

@@ -122,8 +122,8 @@ impl Restore {
     }
 
     /// Adds a session.
-    pub fn session(&mut self, id: i64, timeout_ms: i32) {
-        self.sessions.insert(id, SessionInfo { timeout_ms });
+    pub fn session(&mut self, id: i64, timeout_ms: i32, passwd: [u8; 16]) {
+        self.sessions.insert(id, SessionInfo { timeout_ms, passwd });
     }
 
     /// The restored state, as of log index `last_index` (term `last_term`, zxid `zxid`).

@@ -54,6 +54,7 @@ pub enum Outcome {
     MultiFailed(Vec<i32>),
     SessionCreated(i64),
     SessionClosed(i64),
+    Noop,
 }
 
 /// A change that watches may fire on, in the order the changes happened.
@@ -115,6 +116,7 @@ pub fn request_name(txn: &Txn) -> &'static str {
         Txn::MultiFailed(_) => "Multi",
         Txn::CreateSession { .. } => "SessionID",
         Txn::CloseSession { .. } => "Close",
+        Txn::Noop => "Sync",
     }
 }
 
@@ -137,14 +139,16 @@ impl State {
             self.last_index
         );
         assert!(
-            entry.zxid >= self.zxid,
+            entry.zxid >= self.zxid || matches!(entry.txn, Txn::Noop),
             "invariant: entry {} has zxid {:#x} behind {:#x}",
             entry.index,
             entry.zxid,
             self.zxid
         );
         let m = Mutation(());
-        self.zxid = entry.zxid;
+        if !matches!(entry.txn, Txn::Noop) {
+            self.zxid = entry.zxid;
+        }
         self.last_index = entry.index;
         self.last_term = entry.term;
         let at = At { zxid: entry.zxid, time_ms: entry.time_ms };
@@ -160,9 +164,9 @@ impl State {
             }
             Txn::Failed(e) => Outcome::Failed(*e),
             Txn::MultiFailed(codes) => Outcome::MultiFailed(codes.clone()),
-            Txn::CreateSession { id, timeout_ms } => {
+            Txn::CreateSession { id, timeout_ms, passwd } => {
                 assert!(!self.sessions.contains_key(id), "invariant: session {id:#x} created twice");
-                self.sessions.insert(*id, SessionInfo { timeout_ms: *timeout_ms });
+                self.sessions.insert(*id, SessionInfo { timeout_ms: *timeout_ms, passwd: *passwd });
                 self.next_session_id = self.next_session_id.max(id + 1);
                 Outcome::SessionCreated(*id)
             }
@@ -171,6 +175,7 @@ impl State {
                 self.sessions.remove(id);
                 Outcome::SessionClosed(*id)
             }
+            Txn::Noop => Outcome::Noop,
         };
         let digest = self.tree.digest();
         if let Some((version, expected)) = entry.digest {

@@ -55,7 +55,6 @@ use crate::config::{LogBackend, ServerConfig};
 use crate::core::flavor::Flavor;
 use crate::engine::{Engine, Shared};
 use crate::http::HttpServer;
-use crate::net::listener;
 use crate::storage::Recovery;
 
 /// Whether the server serves.
@@ -143,20 +142,7 @@ impl TestKeeper {
     }
 
     fn spawn(&mut self, listener: TcpListener) {
-        let rx = self.stop.subscribe();
-        self.tasks.push(tokio::spawn(listener::serve(listener, self.shared.clone(), rx)));
-        let shared = self.shared.clone();
-        let mut rx = self.stop.subscribe();
-        let tick = Duration::from_millis(self.shared.cfg.tick_ms.max(1));
-        self.tasks.push(tokio::spawn(async move {
-            let mut interval = tokio::time::interval(tick);
-            loop {
-                tokio::select! {
-                    _ = interval.tick() => shared.engine().tick(),
-                    _ = rx.changed() => return,
-                }
-            }
-        }));
+        self.tasks = crate::net::serve(listener, &self.shared, &self.stop);
     }
 
     /// The bound address (the real port when started on port 0); it stays the same across

@@ -9,14 +9,15 @@
 
 use std::time::Instant;
 
-use testkeeper_core::apply::Applied;
-use testkeeper_core::propose::Decide;
+use testkeeper_core::apply::Outcome;
+use testkeeper_core::propose::{Decide, Proposal};
 use testkeeper_core::state::State;
-use testkeeper_core::txn::Entry;
+use testkeeper_core::txn::{Entry, Txn};
 use testkeeper_wire::records::connect::ConnectResponse;
-use testkeeper_wire::{Request, Response};
+use testkeeper_wire::{OpCode, Response};
 use tracing::error;
 
+use super::reply::Shape;
 use super::Engine;
 use crate::log::{HardState, Log};
 
@@ -24,22 +25,22 @@ use crate::log::{HardState, Log};
 #[derive(Debug)]
 pub(crate) enum Reply {
     /// A client's write: answer it.
-    Client { conn: u64, xid: i32, req: Request, started: Instant },
+    Client { conn: u64, xid: i32, shape: Shape, started: Instant },
     /// A new session: send the handshake response.
     Handshake { conn: u64, read_only: Option<bool> },
-    /// A client's closeSession: answer it (if the flavor does) and close the connection.
+    /// A client's closeSession: answer it (if the flavor does); the session's end closes the
+    /// connection.
     Close { conn: u64, xid: i32 },
-    /// A session ended by the server (expiry, a fault, the embedding API): close its connection.
-    Ended,
-    /// The server's own write (container and TTL collection): nobody waits.
+    /// The server's own write (expiry, container and TTL collection): nobody waits.
     Internal,
 }
 
 /// A proposed entry's waiter.
 #[derive(Debug)]
 pub(crate) struct Waiter {
-    index: u64,
-    session: i64,
+    /// The session whose order the entry holds up (0: none yet, a session being created in a
+    /// cluster, whose id the leader decides).
+    pub(crate) session: i64,
     reply: Reply,
 }
 
@@ -84,23 +85,36 @@ impl LogInfo {
 }
 
 impl Engine {
-    /// Decides the next entry for `session` and queues it for the log; `reply` waits for it.
+    /// A new origin for an entry this node waits for: the node's id in the top 16 bits.
+    fn new_origin(&mut self) -> u64 {
+        self.next_req += 1;
+        (self.node_id << 48) | self.next_req
+    }
+
+    /// Proposes `what` for `session`; `reply` waits for it. In a cluster the proposal goes to
+    /// the Raft driver (and from a follower on to the leader); standalone, this node decides.
     pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
-        let entry = self.decide(session, what);
-        self.enqueue(session, entry, reply);
+        let origin = self.wait(session, reply);
+        if let Some(r) = &self.replica {
+            r.link.propose(origin, session, Proposal::of(&what));
+            return;
+        }
+        let entry = self.proposer.propose(&self.state, session, self.clock.now_ms(), origin, what);
+        self.enqueue(entry);
     }
 
-    /// The proposer's decision, at the engine's clock (read once per entry, here).
-    pub(crate) fn decide(&mut self, session: i64, what: Decide<'_>) -> Entry {
-        self.proposer.propose(&self.state, session, self.clock.now_ms(), what)
-    }
-
-    /// Queues a decided entry for the log, with who waits for it.
-    pub(crate) fn enqueue(&mut self, session: i64, entry: Entry, reply: Reply) {
+    /// Registers a waiter and returns the origin its entry will carry.
+    pub(crate) fn wait(&mut self, session: i64, reply: Reply) -> u64 {
         if let Some(rt) = self.sessions.get_mut(&session) {
             rt.turn.inflight += 1;
         }
-        self.waiting.push_back(Waiter { index: entry.index(), session, reply });
+        let origin = self.new_origin();
+        self.waiting.insert(origin, Waiter { session, reply });
+        origin
+    }
+
+    /// Queues a decided entry for the log.
+    pub(crate) fn enqueue(&mut self, entry: Entry) {
         self.outbox.push(entry);
         if self.in_memory {
             // In memory: the entry commits now, and the reply is queued before the next request.
@@ -155,15 +169,16 @@ impl Engine {
     }
 
     /// Applies a committed entry, fires its watches and answers whoever waits for it.
-    fn commit(&mut self, entry: Entry) {
+    pub(crate) fn commit(&mut self, entry: Entry) {
+        let entry =
+            if matches!(entry.txn(), Txn::Ops(_)) && self.take_corrupt_fault() { entry.corrupted() } else { entry };
         let applied = match self.state.apply(&entry) {
             Ok(a) => a,
-            Err(mismatch) => {
-                error!("{mismatch}");
-                panic!("{mismatch}");
-            }
+            Err(mismatch) => return self.diverged(&mismatch),
         };
-        self.proposer.committed(entry.index());
+        if self.replica.is_none() {
+            self.proposer.committed(entry.index());
+        }
         if self.cfg.digest_check_on_commit {
             let full = self.state.tree().recompute_digest();
             assert_eq!(
@@ -179,21 +194,56 @@ impl Engine {
                 self.send_event(ev.session, ev.event_type, &ev.path);
             }
         }
-        let w = self.waiting.pop_front().expect("invariant: every proposed entry has a waiter");
-        assert_eq!(w.index, entry.index(), "invariant: entries commit in the order they were proposed");
-        self.answer(w, &entry, applied);
+        let mine = entry.origin() != 0 && entry.origin() >> 48 == self.node_id;
+        let waiter = if mine { self.waiting.remove(&entry.origin()) } else { None };
+        match applied.outcome {
+            Outcome::SessionCreated(id) => {
+                // Every replica keeps a run-time record of every session; the one holding the
+                // client's connection binds it.
+                self.session_created(id);
+                if let Some(w) = waiter {
+                    self.answer(w, &entry, &applied.outcome);
+                }
+            }
+            Outcome::SessionClosed(id) => {
+                if let Some(w) = waiter {
+                    self.answer(w, &entry, &applied.outcome);
+                }
+                if let Some(conn) = self.forget_session(id) {
+                    self.close_conn(conn);
+                }
+            }
+            ref outcome => {
+                if let Some(w) = waiter {
+                    self.answer(w, &entry, outcome);
+                }
+            }
+        }
         self.maybe_snapshot();
+        if self.replica.is_some() {
+            self.finish_syncs();
+        }
     }
 
-    fn answer(&mut self, w: Waiter, entry: &Entry, applied: Applied) {
+    /// This replica's tree differs from the one the entry was decided against: stop serving
+    /// it. Standalone that is a broken invariant (the process aborts); a cluster node stops
+    /// alone and says why, as Keeper terminates.
+    fn diverged(&mut self, m: &testkeeper_core::apply::DigestMismatch) {
+        error!("{m}");
+        if self.replica.is_none() {
+            panic!("{m}");
+        }
+        self.stop_serving(m.to_string());
+    }
+
+    fn answer(&mut self, w: Waiter, entry: &Entry, outcome: &Outcome) {
         let session = w.session;
         match w.reply {
-            Reply::Client { conn, xid, req, started } => {
-                let (err, body) = super::reply::response(&req, &applied.outcome);
+            Reply::Client { conn, xid, shape, started } => {
+                let (err, body) = super::reply::response(&shape, outcome);
                 // ZooKeeper 3.8 never answers a successful standalone check (its reply
                 // serializer fails on the missing stat); the txn still takes a zxid.
-                let unanswered =
-                    !self.state.rules().standalone_check_is_read && err == 0 && matches!(req, Request::Check(_));
+                let unanswered = !self.state.rules().standalone_check_is_read && err == 0 && shape.op == OpCode::Check;
                 if unanswered {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         (c.last_err, c.last_zxid) = (0, entry.zxid());
@@ -201,34 +251,60 @@ impl Engine {
                 } else {
                     self.reply(conn, xid, entry.zxid(), err, &body);
                 }
-                self.finished(conn, xid, req.op(), req.path(), started);
+                self.finished(conn, xid, shape.op, shape.path.as_deref(), started);
                 self.done(session);
             }
             Reply::Handshake { conn, read_only } => {
-                let passwd = self.password(session);
-                let timeout_ms = self.sessions.get(&session).map_or(0, |s| s.timeout_ms);
-                let resp = ConnectResponse { protocol_version: 0, timeout_ms, session_id: session, passwd, read_only };
+                let Outcome::SessionCreated(id) = *outcome else { unreachable!("a handshake waits for a session") };
+                self.bind(conn, id);
+                if let Some(rt) = self.sessions.get_mut(&id) {
+                    rt.conn = Some(conn);
+                }
+                let passwd = self.password(id);
+                let timeout_ms = self.sessions.get(&id).map_or(0, |s| s.timeout_ms);
+                let resp = ConnectResponse { protocol_version: 0, timeout_ms, session_id: id, passwd, read_only };
                 let mut out = bytes::BytesMut::new();
                 testkeeper_wire::frame::put_record(&mut out, &resp);
                 self.send(conn, &out);
                 let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
-                tracing::info!(session = format_args!("{session:#x}"), timeout_ms, %peer, "session opened");
+                tracing::info!(session = format_args!("{id:#x}"), timeout_ms, %peer, "session opened");
                 self.done(session);
             }
             Reply::Close { conn, xid } => {
-                self.forget_session(session);
                 if self.state.rules().close_is_answered {
                     self.reply(conn, xid, entry.zxid(), 0, &Response::Empty);
-                }
-                self.close_conn(conn);
-            }
-            Reply::Ended => {
-                if let Some(conn) = self.forget_session(session) {
-                    self.close_conn(conn);
                 }
             }
             Reply::Internal => {}
         }
+    }
+
+    /// Removes a waiter whose entry will not be applied for it; returns what its reply needs
+    /// (a client's write), after closing what a refused handshake or close leaves open.
+    pub(crate) fn fail_waiter(&mut self, origin: u64) -> Option<(i64, u64, i32, Instant)> {
+        let w = self.waiting.remove(&origin)?;
+        match w.reply {
+            Reply::Client { conn, xid, started, .. } => Some((w.session, conn, xid, started)),
+            Reply::Handshake { conn, .. } | Reply::Close { conn, .. } => {
+                self.close_conn(conn);
+                self.done_for(w.session);
+                None
+            }
+            Reply::Internal => {
+                self.done_for(w.session);
+                None
+            }
+        }
+    }
+
+    /// Origins of every waiter.
+    pub(crate) fn waiting_origins(&self) -> Vec<u64> {
+        self.waiting.keys().copied().collect()
+    }
+
+    /// One of `session`'s entries is answered: what waited behind it may run.
+    pub(crate) fn done_for(&mut self, session: i64) {
+        self.done(session);
     }
 
     /// One of `session`'s entries is answered: what waited behind it may run.

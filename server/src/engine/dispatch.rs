@@ -18,6 +18,7 @@ use tracing::{debug, warn};
 use super::commit::Reply;
 use super::faults::Step;
 use super::order::{Queued, Work};
+use super::reply::Shape;
 use super::{reply, Engine};
 
 /// What the connection does after a request.
@@ -68,6 +69,7 @@ impl Engine {
             return Flow::Close;
         }
         self.touch(session);
+        self.note_activity(session);
         self.stats.packets_received += 1;
         let op = req.op();
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -150,16 +152,35 @@ impl Engine {
                 }
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
-            Work::Req(req) if is_write(&req, self.state.rules()) => {
+            Work::Req(Request::Sync(p)) if self.replica.is_some() => {
+                if self.state.rules().zookeeper_sessions {
+                    // ZooKeeper: catch up with the leader's last proposal, then answer.
+                    self.start_sync(conn, xid, session, p.path, started);
+                } else {
+                    // Keeper: a round trip through the log.
+                    let shape = Shape::of(&Request::Sync(p));
+                    self.propose(session, Decide::Noop, Reply::Client { conn, xid, shape, started });
+                }
+            }
+            Work::Req(req) if self.is_write_req(&req) => {
                 let auth = self.auth_of(conn);
-                let entry = self.decide(session, Decide::Write { req: &req, auth: &auth });
-                self.enqueue(session, entry, Reply::Client { conn, xid, req, started });
+                let shape = Shape::of(&req);
+                self.propose(
+                    session,
+                    Decide::Write { req: &req, auth: &auth },
+                    Reply::Client { conn, xid, shape, started },
+                );
             }
             Work::Req(req) => {
                 let op = req.op();
                 // The path outlives the request only for the debug log line.
                 let path = tracing::enabled!(tracing::Level::DEBUG).then(|| req.path().map(str::to_string)).flatten();
-                self.local(conn, session, xid, req);
+                if !self.has_leader() && !self.state.rules().zookeeper_sessions {
+                    // Keeper answers reads with CONNECTIONLOSS while there is no leader.
+                    self.reply(conn, xid, self.state.zxid(), ZkError::ConnectionLoss.code(), &Response::Empty);
+                } else {
+                    self.local(conn, session, xid, req);
+                }
                 self.finished(conn, xid, op, path.as_deref(), started);
             }
         }

@@ -74,8 +74,13 @@ pub struct Engine {
     unsynced: VecDeque<testkeeper_core::txn::Entry>,
     /// The log needs no flush: entries commit as they are proposed.
     in_memory: bool,
-    /// Who waits for each proposed entry, in index order.
-    waiting: VecDeque<commit::Waiter>,
+    /// Who waits for each proposed entry, by the origin the entry carries.
+    waiting: HashMap<u64, commit::Waiter>,
+    /// This node's id in a cluster (0 standalone): the top bits of every origin it makes.
+    node_id: u64,
+    next_req: u64,
+    /// This node's part in a cluster (its driver link, role, syncs, faults).
+    pub(crate) replica: Option<crate::cluster::Replica>,
     /// Whether an entry commits as soon as it is appended (memory, or `--fsync never`), or
     /// only once the syncer has flushed it.
     commit_on_append: bool,
@@ -92,19 +97,17 @@ pub struct Engine {
     next_conn: u64,
     /// Connections whose `out` may hold frames (duplicates are harmless).
     dirty: Vec<u64>,
-    /// Secret mixed into session passwords: not derived from the printed seed, and kept in
-    /// the data directory so sessions can be resumed after a restart.
-    secret: [u8; 32],
     last_gc_ms: i64,
     /// Shut down or crashed: nothing more is served (see `release_storage`).
-    stopped: bool,
+    pub(crate) stopped: bool,
+    /// Why a cluster node stopped serving (a digest mismatch), if it did.
+    pub(crate) stop_reason: Option<String>,
 }
 
-/// How a new engine starts: the state and the log it continues, and the session secret.
+/// How a new engine starts: the state and the log it continues.
 pub struct Start {
     pub state: State,
     pub log: Box<dyn Log>,
-    pub secret: [u8; 32],
 }
 
 impl Engine {
@@ -116,20 +119,19 @@ impl Engine {
         if cfg.data_dir.is_none() {
             return Ok((Engine::new(cfg, clock), None));
         }
-        let (start, recovery) = crate::storage::open(&cfg, clock.now_ms())?;
+        let (start, recovery) = crate::storage::open(&cfg, clock.now_ms(), crate::storage::Replay::All)?;
+        Ok((Engine::recovered(cfg, clock, start, &recovery), Some(recovery)))
+    }
+
+    /// An engine over a recovered data directory.
+    pub(crate) fn recovered(cfg: Arc<ServerConfig>, clock: Clock, start: Start, recovery: &Recovery) -> Engine {
         let mut engine = Engine::with(cfg, clock, start);
-        if let (Some(s), Some((index, bytes))) = (engine.snapshotter.as_mut(), recovery.snapshot) {
-            *s = Snapshotter::new(
-                s.dir().to_path_buf(),
-                engine.cfg.snapshot_distance,
-                engine.cfg.snapshots_to_keep,
-                engine.cfg.reserved_log_items,
-                index,
-            );
-            engine.log_info.last_snapshot_index = index;
-            engine.log_info.last_snapshot_bytes = bytes;
+        if let (Some(s), Some(snap)) = (engine.snapshotter.as_mut(), &recovery.snapshot) {
+            s.set_last(snap.index);
+            engine.log_info.last_snapshot_index = snap.index;
+            engine.log_info.last_snapshot_bytes = snap.bytes;
         }
-        Ok((engine, Some(recovery)))
+        engine
     }
 }
 
@@ -150,19 +152,19 @@ impl Engine {
     pub fn new(cfg: Arc<ServerConfig>, clock: Clock) -> Engine {
         let state = State::new(&Self::fresh_options(&cfg, clock.now_ms()));
         let log = Box::new(MemLog::new(cfg.retain_log, state.last_index()));
-        Engine::with(cfg, clock, Start { state, log, secret: random_secret() })
+        Engine::with(cfg, clock, Start { state, log })
     }
 
     /// An engine that continues `start` (a fresh state, or one recovered from disk).
     pub fn with(cfg: Arc<ServerConfig>, clock: Clock, start: Start) -> Engine {
-        let Start { state, log, secret } = start;
+        let Start { state, log } = start;
         let now = clock.now_ms();
         let commit_on_append = log.syncer().is_none() || cfg.fsync == crate::config::Fsync::Never;
         let log_info = LogInfo::of(log.as_ref(), &state);
         let in_memory = log.syncer().is_none();
         let snapshotter = cfg.data_dir.as_ref().map(|d| {
             let (distance, keep, reserved) = (cfg.snapshot_distance, cfg.snapshots_to_keep, cfg.reserved_log_items);
-            Snapshotter::new(crate::storage::snapshot_dir(d), distance, keep, reserved, 0)
+            Snapshotter::new(Some(crate::storage::snapshot_dir(d)), false, distance, keep, reserved, 0)
         });
         // Sessions restored from disk live on until their timeouts, counted from now: their
         // clients may come back, and their ephemerals go with them if not.
@@ -186,7 +188,10 @@ impl Engine {
             outbox: Vec::new(),
             unsynced: VecDeque::new(),
             in_memory,
-            waiting: VecDeque::new(),
+            waiting: HashMap::new(),
+            node_id: 0,
+            next_req: 0,
+            replica: None,
             commit_on_append,
             watches: Watches::default(),
             sessions,
@@ -196,9 +201,9 @@ impl Engine {
             snapshotter,
             next_conn: 1,
             dirty: Vec::new(),
-            secret,
             last_gc_ms: now,
             stopped: false,
+            stop_reason: None,
         };
         engine.log_info.first_index = engine.log.first_index();
         engine
@@ -207,6 +212,24 @@ impl Engine {
     /// The committed state.
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// Joins a cluster as node `node`: proposals go to its driver from now on, and snapshots
+    /// (in memory without a data directory) are handed to the driver for lagging followers.
+    pub(crate) fn join_cluster(&mut self, replica: crate::cluster::Replica) {
+        self.node_id = replica.link.node;
+        self.replica = Some(replica);
+        let (distance, keep, reserved) =
+            (self.cfg.snapshot_distance, self.cfg.snapshots_to_keep, self.cfg.reserved_log_items);
+        let last = self.state.last_index();
+        let s = self.snapshotter.get_or_insert_with(|| Snapshotter::new(None, true, distance, keep, reserved, last));
+        s.keep_bodies();
+    }
+
+    /// Hands the log to a cluster node's Raft storage (the engine keeps none of its own then).
+    pub(crate) fn take_log(&mut self) -> Box<dyn Log> {
+        let last = self.log.last_index();
+        std::mem::replace(&mut self.log, Box::new(MemLog::new(0, last)))
     }
 
     /// The log's syncer, when entries must be flushed before they count.
@@ -260,6 +283,10 @@ impl Engine {
             return;
         }
         self.poll_snapshot(false);
+        if !self.leads() {
+            // Only the leader expires sessions and collects containers, through the log.
+            return;
+        }
         let now = self.clock.now_ms();
         self.expire_due(now);
         if now - self.last_gc_ms >= self.cfg.container_check_ms as i64 {
@@ -269,11 +296,11 @@ impl Engine {
     }
 }
 
-/// 32 bytes from the operating system's generator: session passwords must not follow from
-/// anything the log prints.
-pub fn random_secret() -> [u8; 32] {
+/// A session password: 16 bytes from the operating system's generator, so that nothing the
+/// server prints (its seed included) tells what they are.
+pub fn random_passwd() -> [u8; 16] {
     use rand::RngCore;
-    let mut s = [0u8; 32];
+    let mut s = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut s);
     s
 }

@@ -43,9 +43,16 @@ impl Engine {
     /// Whether `work` is proposed (goes through the log) rather than answered locally.
     pub(crate) fn is_write(&self, work: &Work) -> bool {
         match work {
-            Work::Req(req) => super::dispatch::is_write(req, self.state.rules()),
+            Work::Req(req) => self.is_write_req(req),
             Work::Fail(_) | Work::Unknown(_) => false,
         }
+    }
+
+    /// Whether `req` waits for something outside this node (the log, or in a cluster the
+    /// leader: a sync) rather than being answered here at once.
+    pub(crate) fn is_write_req(&self, req: &Request) -> bool {
+        super::dispatch::is_write(req, self.state.rules())
+            || (self.replica.is_some() && matches!(req, Request::Sync(_)))
     }
 
     /// Runs `q` now if its session lets it, else queues it behind the session's writes.
@@ -72,7 +79,10 @@ impl Engine {
             }
             let Some(front) = rt.turn.queued.front() else { return };
             let write = match &front.work {
-                Work::Req(req) => super::dispatch::is_write(req, self.state.rules()),
+                Work::Req(req) => {
+                    super::dispatch::is_write(req, self.state.rules())
+                        || matches!(req, Request::Sync(_)) && self.replica.is_some()
+                }
                 _ => false,
             };
             if !write && rt.turn.inflight > 0 {

@@ -5,26 +5,53 @@ use testkeeper_wire::{MultiResult, OpCode, Request, Response, ZkError};
 use crate::core::apply::{OpResult, Outcome};
 use crate::core::watches::WatchKind;
 
+/// What a write's reply needs of its request, kept while the write is in flight (the
+/// request itself goes to the proposer, and in a cluster over the network to the leader).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    pub op: OpCode,
+    /// A multi's sub-op codes.
+    pub subs: Vec<OpCode>,
+    /// A sync's path (its reply echoes it), and any request's for the debug log line.
+    pub path: Option<String>,
+}
+
+impl Shape {
+    /// The reply shape of `req`.
+    pub fn of(req: &Request) -> Shape {
+        let subs = match req {
+            Request::Multi(ops) => ops.iter().map(Request::op).collect(),
+            _ => Vec::new(),
+        };
+        let path = match req {
+            Request::Sync(p) => Some(p.path.clone()),
+            // Kept only when the debug log line will show it.
+            _ if tracing::enabled!(tracing::Level::DEBUG) => req.path().map(str::to_string),
+            _ => None,
+        };
+        Shape { op: req.op(), subs, path }
+    }
+}
+
 /// (error code, body) of the reply to a write.
-pub fn response(req: &Request, outcome: &Outcome) -> (i32, Response) {
+pub fn response(req: &Shape, outcome: &Outcome) -> (i32, Response) {
     match outcome {
         Outcome::Failed(e) => (e.code(), Response::Empty),
         // A failed multi is not an error on the reply header: the per-op results carry it.
         Outcome::MultiFailed(codes) => (0, Response::Multi(codes.iter().map(|c| MultiResult::Error(*c)).collect())),
-        Outcome::Ops(results) => match req {
-            Request::Multi(ops) => {
-                let subs = ops
-                    .iter()
-                    .zip(results)
-                    .map(|(op, r)| {
-                        let op = multi_result_op(op.op());
-                        MultiResult::Ok(op, body(op, r))
-                    })
-                    .collect();
-                (0, Response::Multi(subs))
-            }
-            single => (0, results.first().map_or(Response::Empty, |r| body(single.op(), r))),
-        },
+        Outcome::Ops(results) if req.op == OpCode::Multi => {
+            let subs = (req.subs.iter())
+                .zip(results)
+                .map(|(op, r)| {
+                    let op = multi_result_op(*op);
+                    MultiResult::Ok(op, body(op, r))
+                })
+                .collect();
+            (0, Response::Multi(subs))
+        }
+        Outcome::Ops(results) => (0, results.first().map_or(Response::Empty, |r| body(req.op, r))),
+        // A sync through the log (Keeper in a cluster) answers its path.
+        Outcome::Noop => (0, req.path.clone().map_or(Response::Empty, Response::Path)),
         Outcome::SessionCreated(_) | Outcome::SessionClosed(_) => (0, Response::Empty),
     }
 }

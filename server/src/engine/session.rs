@@ -3,7 +3,6 @@
 //! collector that runs on the same tick.
 
 use bytes::BytesMut;
-use sha2::{Digest, Sha256};
 use testkeeper_core::prepare::{decide, Ctx};
 use testkeeper_core::propose::Decide;
 use testkeeper_core::txn::Txn;
@@ -15,7 +14,7 @@ use tracing::{debug, info};
 
 use super::commit::Reply;
 use super::order::Turn;
-use super::Engine;
+use super::{random_passwd, Engine};
 
 /// A session's run-time record (what is not replicated state).
 #[derive(Debug, Default)]
@@ -58,16 +57,11 @@ pub enum Handshake {
 }
 
 impl Engine {
-    /// The session password: 16 zero bytes in Keeper; in ZooKeeper a hash of the server's
-    /// secret and the id, so nobody who only read the log can resume a session.
+    /// The session password, as the session's entry recorded it: 16 zero bytes in Keeper; in
+    /// ZooKeeper random bytes drawn when it was created (never from the printed seed, so
+    /// nobody who only read the server's output can resume a session).
     pub(crate) fn password(&self, session: i64) -> Vec<u8> {
-        if !self.state.rules().zookeeper_sessions {
-            return vec![0; PASSWORD_LEN];
-        }
-        let mut h = Sha256::new();
-        h.update(self.secret);
-        h.update(session.to_le_bytes());
-        h.finalize()[..PASSWORD_LEN].to_vec()
+        self.state.sessions().get(&session).map_or([0; PASSWORD_LEN], |s| s.passwd).to_vec()
     }
 
     fn queue_handshake(&mut self, conn: u64, resp: &ConnectResponse) {
@@ -88,6 +82,21 @@ impl Engine {
         // ZooKeeper 3.8 appends the readOnly byte only for a client that sent one: a 44-byte
         // ConnectRequest ("old client", e.g. ClickHouse) gets a 36-byte reply, as from Keeper.
         let read_only = if zk && req.read_only.is_some() { Some(false) } else { None };
+        if !self.has_leader() {
+            if zk {
+                return Handshake::Refuse("this server has no leader");
+            }
+            // Keeper: "Ignoring user request, because the server is not active yet": protocol 42.
+            let resp = ConnectResponse {
+                protocol_version: 42,
+                timeout_ms: 0,
+                session_id: 0,
+                passwd: vec![0; PASSWORD_LEN],
+                read_only: None,
+            };
+            self.queue_handshake(conn, &resp);
+            return Handshake::Reject;
+        }
         if zk && req.last_zxid_seen > self.state.zxid() {
             // ZooKeeper: "Refusing session request ... client must try another server".
             return Handshake::Refuse("client has seen a zxid this server has not");
@@ -136,19 +145,40 @@ impl Engine {
             self.queue_handshake(conn, &resp);
             return Handshake::Accept;
         }
-        let entry = self.decide(0, Decide::CreateSession { timeout_ms });
+        let passwd = random_passwd();
+        let what = Decide::CreateSession { timeout_ms, passwd };
+        if self.replica.is_some() {
+            // The leader decides the id; the connection is bound when the entry commits here.
+            self.propose(0, what, Reply::Handshake { conn, read_only });
+            return Handshake::Accept;
+        }
+        let origin = self.wait(0, Reply::Handshake { conn, read_only });
+        let entry = self.proposer.propose(&self.state, 0, now, origin, what);
         let Txn::CreateSession { id, .. } = *entry.txn() else { unreachable!("a session entry creates a session") };
-        let rt =
-            SessionRt { timeout_ms, conn: Some(conn), deadline_ms: now + i64::from(timeout_ms), ..Default::default() };
-        self.sessions.insert(id, rt);
-        self.bind(conn, id);
         // The response goes out when the session's entry commits; requests that arrive before
         // that wait behind it.
-        self.enqueue(id, entry, Reply::Handshake { conn, read_only });
+        let mut rt =
+            SessionRt { timeout_ms, conn: Some(conn), deadline_ms: now + i64::from(timeout_ms), ..Default::default() };
+        rt.turn.inflight = 1;
+        self.sessions.insert(id, rt);
+        self.waiting.get_mut(&origin).expect("registered above").session = id;
+        self.bind(conn, id);
+        self.enqueue(entry);
         Handshake::Accept
     }
 
-    fn bind(&mut self, conn: u64, session: i64) {
+    /// A session's entry committed: every replica keeps a run-time record of it, to expire it
+    /// if this one leads and its client stays away.
+    pub(crate) fn session_created(&mut self, id: i64) {
+        if self.sessions.contains_key(&id) {
+            return;
+        }
+        let timeout_ms = self.state.sessions().get(&id).map_or(0, |s| s.timeout_ms);
+        let deadline_ms = self.clock.now_ms() + i64::from(timeout_ms);
+        self.sessions.insert(id, SessionRt { timeout_ms, deadline_ms, ..Default::default() });
+    }
+
+    pub(crate) fn bind(&mut self, conn: u64, session: i64) {
         let zk = self.state.rules().zookeeper_sessions;
         if let Some(c) = self.conns.get_mut(&conn) {
             c.session = session;
@@ -202,7 +232,7 @@ impl Engine {
             Some(s) if !s.closing => (s.closing, s.end) = (true, Some(why)),
             _ => return false,
         }
-        self.propose(id, Decide::CloseSession { id }, Reply::Ended);
+        self.propose(id, Decide::CloseSession { id }, Reply::Internal);
         true
     }
 

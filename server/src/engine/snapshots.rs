@@ -41,9 +41,17 @@ impl Engine {
             None => {}
             Some(Ok(t)) => {
                 let below = s.compact_below(t.index);
-                info!(index = t.index, bytes = t.bytes, write_ms = t.write_ms, file = %t.path.display(), "snapshot written");
+                let file = t.path.as_ref().map_or_else(|| "(memory)".to_string(), |p| p.display().to_string());
+                info!(index = t.index, bytes = t.bytes, write_ms = t.write_ms, %file, "snapshot written");
                 self.log_info.last_snapshot_index = t.index;
                 self.log_info.last_snapshot_bytes = t.bytes;
+                if let Some(r) = self.replica.as_mut() {
+                    // A cluster node's log is the driver's: it compacts, and offers the body.
+                    if let Some(body) = t.body {
+                        r.snapshot = Some((crate::cluster::SnapRef { index: t.index, term: t.term, body }, below));
+                    }
+                    return;
+                }
                 if let Err(e) = self.log.compact_to(below) {
                     error!(error = %e, "compacting the log below the snapshot failed; it stays whole");
                 }

@@ -81,6 +81,12 @@ impl Log for MemLog {
         Ok(())
     }
 
+    fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError> {
+        self.entries.clear();
+        (self.first, self.last, self.last_term) = (index + 1, index, term);
+        Ok(())
+    }
+
     fn span(&self) -> Span {
         Span { first: self.first, last: self.last, last_term: self.last_term, hard: self.hard }
     }

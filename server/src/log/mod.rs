@@ -117,6 +117,13 @@ pub trait Log: Send {
     /// The storage's failure.
     fn compact_to(&mut self, index: u64) -> Result<(), LogError>;
 
+    /// Drops every entry: the log now continues after a snapshot at `index` (taken in `term`)
+    /// that a Raft leader sent.
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError>;
+
     /// Which indexes the log holds, and its hard state.
     fn span(&self) -> Span;
 

@@ -261,6 +261,19 @@ impl Log for SimLog {
         Ok(())
     }
 
+    fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError> {
+        let mut d = self.disk.disk();
+        d.bytes.clear();
+        (d.synced, d.first, d.appended, d.synced_index) = (0, index + 1, index, index);
+        d.hard.commit = d.hard.commit.max(index);
+        d.hard_synced = d.hard;
+        self.hard = d.hard;
+        drop(d);
+        self.offsets.clear();
+        (self.first, self.last, self.last_term) = (index + 1, index, term);
+        Ok(())
+    }
+
     fn span(&self) -> Span {
         Span { first: self.first, last: self.last, last_term: self.last_term, hard: self.hard }
     }

@@ -58,14 +58,13 @@ fn unseal(v: &[u8]) -> Option<&[u8]> {
 }
 
 /// What a data directory was created with, and the choices replay depends on: the flavor and
-/// digest setting a state is rebuilt with, the ZooKeeper session-id base, and the secret
-/// session passwords derive from.
+/// digest setting a state is rebuilt with, the ZooKeeper session-id base, and the system nodes'
+/// data of the initial tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
     pub flavor: String,
     pub digest_enabled: bool,
     pub zk_session_base: i64,
-    pub secret: [u8; 32],
     /// Data of `/keeper/feature_flags` and `/keeper/api_version` in the initial tree.
     pub feature_flags: Vec<u8>,
     pub api_version: Vec<u8>,
@@ -80,7 +79,6 @@ impl Meta {
         v.extend_from_slice(self.flavor.as_bytes());
         v.push(u8::from(self.digest_enabled));
         v.extend_from_slice(&self.zk_session_base.to_le_bytes());
-        v.extend_from_slice(&self.secret);
         for b in [&self.feature_flags, &self.api_version] {
             v.extend_from_slice(&(b.len() as u32).to_le_bytes());
             v.extend_from_slice(b);
@@ -94,14 +92,10 @@ impl Meta {
         let flavor = r.string().ok()?;
         let digest_enabled = r.u8().ok()? != 0;
         let zk_session_base = r.i64().ok()?;
-        let mut secret = [0u8; 32];
-        for b in &mut secret {
-            *b = r.u8().ok()?;
-        }
         let feature_flags = r.blob().ok()?.to_vec();
         let api_version = r.blob().ok()?.to_vec();
         r.end().ok()?;
-        Some(Meta { flavor, digest_enabled, zk_session_base, secret, feature_flags, api_version })
+        Some(Meta { flavor, digest_enabled, zk_session_base, feature_flags, api_version })
     }
 }
 
@@ -310,6 +304,21 @@ impl Log for SledLog {
         }
         self.db.apply_batch(batch).map_err(|e| io("compacting the log", e))?;
         self.first = self.first.max(upto);
+        Ok(())
+    }
+
+    fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError> {
+        let mut batch = sled::Batch::default();
+        for kv in self.db.scan_prefix(b"e") {
+            let (k, _) = kv.map_err(|e| io("scanning the log", e))?;
+            batch.remove(k);
+        }
+        let hard = HardState { commit: self.hard.commit.max(index), ..self.hard };
+        batch.insert(HARD, Self::hard_bytes(hard));
+        self.db.apply_batch(batch).map_err(|e| io("resetting the log to a snapshot", e))?;
+        self.db.flush().map_err(|e| io("flushing the log", e))?;
+        (self.first, self.last, self.last_term, self.hard) = (index + 1, index, term, hard);
+        self.appended.store(index, Ordering::Release);
         Ok(())
     }
 

@@ -11,3 +11,31 @@
 pub mod conn;
 pub mod listener;
 mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::engine::Shared;
+
+/// Serves `listener` with the engine behind `shared`, and ticks it (expiry, collection,
+/// snapshots), until `stop` turns true.
+pub fn serve(listener: TcpListener, shared: &Arc<Shared>, stop: &watch::Sender<bool>) -> Vec<JoinHandle<()>> {
+    let accept = tokio::spawn(listener::serve(listener, shared.clone(), stop.subscribe()));
+    let ticker = shared.clone();
+    let mut rx = stop.subscribe();
+    let tick = Duration::from_millis(shared.cfg.tick_ms.max(1));
+    let tick = tokio::spawn(async move {
+        let mut interval = tokio::time::interval(tick);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => ticker.engine().tick(),
+                _ = rx.changed() => return,
+            }
+        }
+    });
+    vec![accept, tick]
+}

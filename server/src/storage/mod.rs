@@ -33,7 +33,7 @@ use testkeeper_core::state::State;
 use tracing::{info, warn};
 
 use crate::config::{LogBackend, ServerConfig};
-use crate::engine::{random_secret, Engine, Start};
+use crate::engine::{Engine, Start};
 use crate::log::sim::SimLog;
 use crate::log::sled::{Meta, SledLog};
 use crate::log::{Log, LogError};
@@ -89,11 +89,32 @@ impl From<LogError> for StorageError {
     }
 }
 
+/// How far recovery replays the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Every entry (standalone: everything durable is committed).
+    All,
+    /// Up to the commit index in the hard state (a cluster node: later entries are Raft's to
+    /// commit or replace).
+    Committed,
+}
+
+/// The snapshot recovery loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedSnapshot {
+    pub index: u64,
+    pub term: u64,
+    /// Size of the file.
+    pub bytes: u64,
+    /// Its serialized state (a cluster node offers it to lagging followers).
+    pub body: std::sync::Arc<Vec<u8>>,
+}
+
 /// What recovery found, for the log line and the embedding API.
 #[derive(Debug, Clone, Default)]
 pub struct Recovery {
-    /// The snapshot loaded (index, file size), if any.
-    pub snapshot: Option<(u64, u64)>,
+    /// The snapshot loaded, if any.
+    pub snapshot: Option<LoadedSnapshot>,
     /// Entries replayed after it.
     pub replayed: u64,
     pub warnings: Vec<String>,
@@ -128,7 +149,7 @@ pub fn wipe(cfg: &ServerConfig) -> Result<(), StorageError> {
 ///
 /// # Errors
 /// See [`StorageError`]: nothing is changed on disk when recovery refuses.
-pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), StorageError> {
+pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, Recovery), StorageError> {
     let dir = cfg.data_dir.as_deref().expect("open is only called with a data directory");
     std::fs::create_dir_all(dir).map_err(|e| StorageError::Io { file: dir.to_path_buf(), why: e.to_string() })?;
     let log_dir = dir.join("log");
@@ -173,7 +194,6 @@ pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), Storag
                 flavor: cfg.flavor.to_string(),
                 digest_enabled: cfg.digest_enabled,
                 zk_session_base: opts.rules.first_session_id,
-                secret: random_secret(),
                 feature_flags: opts.feature_flags,
                 api_version: opts.api_version,
             };
@@ -203,8 +223,9 @@ pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), Storag
                     state.last_index()
                 )));
             }
-            let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
-            recovery.snapshot = Some((f.index, size));
+            let bytes = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+            let term = state.last_term();
+            recovery.snapshot = Some(LoadedSnapshot { index: f.index, term, bytes, body: std::sync::Arc::new(body) });
             state
         }
     };
@@ -214,9 +235,13 @@ pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), Storag
         return Err(LogError::Gap { file: log_name, after: state.last_index(), next: log.first_index() }.into());
     }
     // Replay in chunks: the log may hold hundreds of thousands of entries.
+    let upto = match replay {
+        Replay::All => log.last_index(),
+        Replay::Committed => log.hard_state().commit.min(log.last_index()),
+    };
     let mut next = from;
-    while next <= log.last_index() {
-        let to = (next + 4096).min(log.last_index() + 1);
+    while next <= upto {
+        let to = (next + 4096).min(upto + 1);
         for e in log.entries(next, to)? {
             state.apply(&e).map_err(|m| StorageError::Replay {
                 file: log_name.clone(),
@@ -229,13 +254,13 @@ pub fn open(cfg: &ServerConfig, now_ms: i64) -> Result<(Start, Recovery), Storag
     }
     info!(
         dir = %dir.display(),
-        snapshot = ?recovery.snapshot.map(|s| s.0),
+        snapshot = ?recovery.snapshot.as_ref().map(|s| s.index),
         replayed = recovery.replayed,
         last_index = state.last_index(),
         sessions = state.sessions().len(),
         "recovered the data directory"
     );
-    Ok((Start { state, log, secret: meta.secret }, recovery))
+    Ok((Start { state, log }, recovery))
 }
 
 /// The log as opened, before it is boxed: the metadata of a new directory is written through

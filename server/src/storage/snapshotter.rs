@@ -21,16 +21,24 @@ use super::snapshots;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taken {
     pub index: u64,
-    pub path: PathBuf,
+    pub term: u64,
+    /// The file, when there is a data directory.
+    pub path: Option<PathBuf>,
+    /// Size on disk (compressed), or of the body in memory.
     pub bytes: u64,
     /// Time spent off the lock, serializing and writing.
     pub write_ms: u64,
+    /// The serialized state, kept for a cluster node to send lagging followers.
+    pub body: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// The snapshot schedule of one data directory.
 #[derive(Debug)]
 pub struct Snapshotter {
-    dir: PathBuf,
+    /// Where files go; `None`: in memory (a cluster node without a data directory).
+    dir: Option<PathBuf>,
+    /// Keep each snapshot's body for the caller (a cluster node).
+    keep_body: bool,
     distance: u64,
     keep: usize,
     reserved: u64,
@@ -40,14 +48,27 @@ pub struct Snapshotter {
 }
 
 impl Snapshotter {
-    /// The schedule for `dir`, whose newest snapshot is at `last`.
-    pub fn new(dir: PathBuf, distance: u64, keep: usize, reserved: u64, last: u64) -> Snapshotter {
-        Snapshotter { dir, distance: distance.max(1), keep, reserved, last, running: None }
+    /// The schedule for `dir` (`None`: snapshots stay in memory), whose newest snapshot is at
+    /// `last`; `keep_body` hands every body back to the caller.
+    pub fn new(
+        dir: Option<PathBuf>,
+        keep_body: bool,
+        distance: u64,
+        keep: usize,
+        reserved: u64,
+        last: u64,
+    ) -> Snapshotter {
+        Snapshotter { dir, keep_body, distance: distance.max(1), keep, reserved, last, running: None }
     }
 
-    /// The snapshot directory.
-    pub fn dir(&self) -> &std::path::Path {
-        &self.dir
+    /// Index of the newest snapshot taken from now on counts from `last`.
+    pub fn set_last(&mut self, last: u64) {
+        self.last = last;
+    }
+
+    /// Hands every body back from now on (a cluster node).
+    pub fn keep_bodies(&mut self) {
+        self.keep_body = true;
     }
 
     /// Whether a snapshot of a state at `applied` is due.
@@ -71,15 +92,22 @@ impl Snapshotter {
     /// When one is already being written (check `busy`).
     pub fn start(&mut self, state: State) {
         assert!(self.running.is_none(), "invariant: one snapshot at a time");
-        let (dir, index) = (self.dir.clone(), state.last_index());
+        let (dir, keep_body, index, term) = (self.dir.clone(), self.keep_body, state.last_index(), state.last_term());
         let handle = std::thread::Builder::new()
             .name("testkeeper-snapshot".into())
             .spawn(move || {
                 let started = Instant::now();
                 let body = snapshot::write(&state);
                 drop(state);
-                let (path, bytes) = snapshots::write(&dir, index, &body)?;
-                Ok(Taken { index, path, bytes, write_ms: started.elapsed().as_millis() as u64 })
+                let (path, bytes) = match &dir {
+                    Some(d) => {
+                        let (p, b) = snapshots::write(d, index, &body)?;
+                        (Some(p), b)
+                    }
+                    None => (None, body.len() as u64),
+                };
+                let body = keep_body.then(|| std::sync::Arc::new(body));
+                Ok(Taken { index, term, path, bytes, write_ms: started.elapsed().as_millis() as u64, body })
             })
             .expect("spawning the snapshot thread");
         self.running = Some((index, handle));
@@ -99,8 +127,10 @@ impl Snapshotter {
         let result = handle.join().unwrap_or_else(|_| Err(io::Error::other("the snapshot thread panicked")));
         if let Ok(t) = &result {
             self.last = t.index;
-            if let Err(e) = snapshots::prune(&self.dir, self.keep) {
-                return Some(Err(e));
+            if let Some(dir) = &self.dir {
+                if let Err(e) = snapshots::prune(dir, self.keep) {
+                    return Some(Err(e));
+                }
             }
         }
         Some(result)

@@ -1,0 +1,246 @@
+//! `TestKeeperCluster`: n nodes in one process, each with its own client port, over the
+//! in-memory network, with every fault a test wants: kill, restart, pause, partitions, and
+//! per-link drop, delay, jitter and duplication, all drawn from one printed seed.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use std::time::Duration;
+//! use testkeeper_server::{config::ServerConfig, core::flavor::Flavor};
+//! use testkeeper_server::cluster::embed::TestKeeperCluster;
+//! let mut cluster = TestKeeperCluster::start(3, ServerConfig::new(Flavor::Keeper), 7).await?;
+//! let leader = cluster.await_leader(Duration::from_secs(5)).await?;
+//! println!("connect to {} (leader is node {leader})", cluster.connect_string());
+//! cluster.kill(leader).await;
+//! cluster.await_leader(Duration::from_secs(5)).await?;
+//! cluster.restart(leader).await?;
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::net::mem::{LinkFaults, MemNet};
+use super::node::Node;
+use super::{ClusterConfig, NodeId, NodeStatus, Role};
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+
+/// A node's fixed identity across restarts: its config and client address.
+struct Slot {
+    cfg: ServerConfig,
+    cc: ClusterConfig,
+    node: Option<Node>,
+}
+
+/// A cluster of embedded nodes.
+pub struct TestKeeperCluster {
+    net: MemNet,
+    slots: BTreeMap<NodeId, Slot>,
+    seed: u64,
+}
+
+impl TestKeeperCluster {
+    /// Starts `n` nodes (ids 1..=n) on free loopback ports, each configured as `cfg` (with a
+    /// data directory `cfg.data_dir/node-N` when `cfg.data_dir` is set). Every random choice
+    /// (election timeouts, link faults) comes from `seed`.
+    ///
+    /// # Errors
+    /// A port cannot be bound, or a data directory does not recover.
+    pub async fn start(n: usize, cfg: ServerConfig, seed: u64) -> io::Result<TestKeeperCluster> {
+        let net = MemNet::new(seed);
+        let peers: BTreeMap<NodeId, String> = (1..=n as u64).map(|i| (i, format!("memory:{i}"))).collect();
+        let mut slots = BTreeMap::new();
+        for id in 1..=n as u64 {
+            let mut c = cfg.clone();
+            c.listen = "127.0.0.1:0".parse().expect("static address");
+            c.seed = seed ^ id;
+            c.data_dir = cfg.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
+            let mut cc = ClusterConfig::new(id, peers.clone());
+            cc.seed = seed.wrapping_add(id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            slots.insert(id, Slot { cfg: c, cc, node: None });
+        }
+        let mut cluster = TestKeeperCluster { net, slots, seed };
+        for id in 1..=n as u64 {
+            cluster.restart(id).await?;
+        }
+        Ok(cluster)
+    }
+
+    /// The seed every random choice came from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Ids of every node, running or not.
+    pub fn ids(&self) -> Vec<NodeId> {
+        self.slots.keys().copied().collect()
+    }
+
+    /// `host:port,host:port,...` of every node, as ZooKeeper clients take it.
+    pub fn connect_string(&self) -> String {
+        self.slots.values().map(|s| s.cfg.listen.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// Node `id`'s client address.
+    pub fn addr(&self, id: NodeId) -> SocketAddr {
+        self.slots[&id].cfg.listen
+    }
+
+    /// The running node `id`.
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.slots.get(&id).and_then(|s| s.node.as_ref())
+    }
+
+    /// Every running node's status.
+    pub fn statuses(&self) -> Vec<NodeStatus> {
+        self.slots.values().filter_map(|s| s.node.as_ref()).map(Node::status).collect()
+    }
+
+    /// The node that leads in the highest term, if any running node leads.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.statuses()
+            .into_iter()
+            .filter(|s| s.role == Role::Leader && s.stopped.is_none())
+            .max_by_key(|s| s.term)
+            .map(|s| s.id)
+    }
+
+    /// Waits until a leader is known to every running node.
+    ///
+    /// # Errors
+    /// `TimedOut` when none emerges in `within`.
+    pub async fn await_leader(&self, within: Duration) -> io::Result<NodeId> {
+        let until = Instant::now() + within;
+        loop {
+            if let Some(l) = self.leader() {
+                if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.leader == l) {
+                    return Ok(l);
+                }
+            }
+            if Instant::now() > until {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no leader within {within:?}: {:?}", self.statuses()),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Waits until every running node has applied `index`.
+    ///
+    /// # Errors
+    /// `TimedOut` when some node has not in `within`.
+    pub async fn await_applied(&self, index: u64, within: Duration) -> io::Result<()> {
+        let until = Instant::now() + within;
+        loop {
+            if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.applied >= index) {
+                return Ok(());
+            }
+            if Instant::now() > until {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("index {index} not applied everywhere: {:?}", self.statuses()),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Kills node `id` at once (no flush, no goodbye to its clients or peers).
+    pub async fn kill(&mut self, id: NodeId) {
+        self.net.detach(id);
+        if let Some(node) = self.slots.get_mut(&id).and_then(|s| s.node.take()) {
+            node.stop(true).await;
+        }
+    }
+
+    /// Starts node `id` again on its address (from its data directory, or empty in memory:
+    /// then it catches up from the leader's log or snapshot).
+    ///
+    /// # Errors
+    /// The address cannot be bound again, or the data directory does not recover.
+    pub async fn restart(&mut self, id: NodeId) -> io::Result<()> {
+        self.kill(id).await;
+        let slot =
+            self.slots.get_mut(&id).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no node {id}")))?;
+        let net = self.net.clone();
+        let attach_net = self.net.clone();
+        let node = Node::start(slot.cfg.clone(), &slot.cc, Clock::System, Arc::new(net), move |id, tx| {
+            attach_net.attach(id, tx)
+        })
+        .await?;
+        slot.cfg.listen = node.addr();
+        slot.node = Some(node);
+        Ok(())
+    }
+
+    /// Freezes node `id` (its Raft driver neither ticks nor reads) until [`resume`](Self::resume).
+    pub fn pause(&self, id: NodeId) {
+        if let Some(n) = self.node(id) {
+            n.pause(true);
+        }
+    }
+
+    /// Thaws a paused node.
+    pub fn resume(&self, id: NodeId) {
+        if let Some(n) = self.node(id) {
+            n.pause(false);
+        }
+    }
+
+    /// Cuts every link between nodes in different groups, e.g. `&[&[1], &[2, 3]]`.
+    pub fn partition(&self, groups: &[&[NodeId]]) {
+        self.net.partition(groups);
+    }
+
+    /// Cuts node `id` off from every other node.
+    pub fn isolate(&self, id: NodeId) {
+        let others: Vec<NodeId> = self.ids().into_iter().filter(|n| *n != id).collect();
+        self.net.partition(&[&[id], &others]);
+    }
+
+    /// Restores every link and removes every link fault.
+    pub fn heal(&self) {
+        self.net.heal();
+    }
+
+    /// Faults on the link `from -> to` (drop, delay, jitter, duplicate), drawn from the seed.
+    pub fn set_link(&self, from: NodeId, to: NodeId, faults: LinkFaults) {
+        self.net.set_link(from, to, faults);
+    }
+
+    /// Fault injection: node `id`, while it leads, writes a wrong digest into its next entry
+    /// (ClickHouse's `keeper_leader_sets_invalid_digest`): every replica that applies it stops.
+    pub fn invalid_digest_next(&self, id: NodeId) {
+        if let Some(n) = self.node(id) {
+            if let Some(r) = n.shared().engine().replica.as_mut() {
+                r.invalid_digest_next = true;
+            }
+        }
+    }
+
+    /// Fault injection: node `id` applies the next write entry to a corrupted copy of it, so
+    /// its state diverges there; it must stop within that entry while the others go on.
+    pub fn corrupt_next_apply(&self, id: NodeId) {
+        if let Some(n) = self.node(id) {
+            if let Some(r) = n.shared().engine().replica.as_mut() {
+                r.corrupt_next = true;
+            }
+        }
+    }
+
+    /// Stops every node cleanly.
+    pub async fn shutdown(mut self) {
+        for id in self.ids() {
+            if let Some(node) = self.slots.get_mut(&id).and_then(|s| s.node.take()) {
+                node.stop(false).await;
+            }
+        }
+        self.net.shutdown();
+    }
+}

@@ -1,0 +1,161 @@
+//! The replicated cluster: every node runs the same engine, and one Raft driver per node (on
+//! tikv's raft-rs) orders the entries they all apply.
+//!
+//! The leader decides: a write that arrives on a follower is forwarded to the leader (our own
+//! message, because the leader's proposer must see it against its uncommitted changes), the
+//! leader's driver runs the proposer, and the entry (zxid, time, the digest after it) goes
+//! into the Raft log. Every node applies committed entries with the one `apply`, checks the
+//! digest, and stops serving on a mismatch; the node holding the client's connection answers
+//! it (the entry's origin names it) and fires its watches. Sessions are created, closed and
+//! expired through the log; only the leader expires them, from the activity every node reports.
+//!
+//! # Layout
+//! - this file: [`ClusterConfig`], [`Link`] (the engine's handle on its driver), [`Role`].
+//! - `message`: what nodes send each other, and its encoding.
+//! - `net`: the transports: an in-memory network with seeded faults, and TCP.
+//! - `store`: raft-rs's `Storage` over our `Log` and snapshots.
+//! - `driver`: the one thread that owns `RawNode`, handles `Ready` in raft-rs's order, and
+//!   proposes as the leader.
+//! - `replica`: the engine's side: roles, forwarded failures, sync, touches, fail-stop.
+//! - `node`: one node assembled (engine, storage, driver, client listener).
+//! - `embed`: [`embed::TestKeeperCluster`], n nodes in one process over the in-memory network.
+//! - `logger`: raft-rs's slog output, forwarded to tracing.
+
+mod driver;
+pub mod embed;
+mod logger;
+pub mod message;
+pub mod net;
+pub mod node;
+mod replica;
+mod store;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::Sender;
+
+use testkeeper_core::propose::Proposal;
+
+pub use driver::{spawn, Driver, DriverHandle};
+pub use message::Msg;
+pub use replica::NodeStatus;
+pub(crate) use replica::Replica;
+pub use store::SnapRef;
+
+/// A node's id in the cluster (1-based, as Keeper's `server_id`).
+pub type NodeId = u64;
+
+/// How a node takes part in the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub id: NodeId,
+    /// Every member, this node included, with its Raft address (unused in memory).
+    pub peers: BTreeMap<NodeId, String>,
+    /// Milliseconds per Raft tick.
+    pub tick_ms: u64,
+    /// Ticks without a leader's word before an election (randomized within one tick from the
+    /// seed, never from raft-rs's own unseeded generator).
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_ticks: usize,
+    /// Seed of this node's election timeout.
+    pub seed: u64,
+}
+
+impl ClusterConfig {
+    /// Fast defaults for tests: 20 ms ticks, elections after 10-11 ticks, heartbeats every 2.
+    pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>) -> ClusterConfig {
+        ClusterConfig { id, peers, tick_ms: 20, election_ticks: 10, heartbeat_ticks: 2, seed: 0 }
+    }
+}
+
+/// A node's Raft role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+}
+
+impl Role {
+    /// As `mntr`'s `zk_server_state` and `/ready` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Candidate => "candidate",
+        }
+    }
+}
+
+/// What the engine sends its driver.
+#[derive(Debug)]
+pub enum Input {
+    /// Decide this (as the leader) or forward it to the leader.
+    Propose { origin: u64, session: i64, proposal: Proposal },
+    /// A message from another node.
+    Net { from: NodeId, msg: Msg },
+    /// Ask the leader how far it has proposed (a zookeeper-flavor sync); `id` comes back.
+    SyncRequest { id: u64 },
+    /// Stop the driver (shutdown, a kill, or a fail-stop).
+    Stop,
+}
+
+/// The engine's handle on its node's driver.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub node: NodeId,
+    pub(crate) tx: Sender<Input>,
+}
+
+impl Link {
+    /// Hands a proposal to the driver.
+    pub fn propose(&self, origin: u64, session: i64, proposal: Proposal) {
+        let _ = self.tx.send(Input::Propose { origin, session, proposal });
+    }
+
+    /// Asks the driver to learn the leader's last index for a sync.
+    pub fn sync(&self, id: u64) {
+        let _ = self.tx.send(Input::SyncRequest { id });
+    }
+}
+
+/// Parses `1=host:port,2=host:port,...` (Keeper's `raft_configuration`, flattened).
+///
+/// # Errors
+/// A member without `=`, an id that is not a positive number, or a repeated id.
+pub fn parse_peers(s: &str) -> Result<BTreeMap<NodeId, String>, String> {
+    let mut peers = BTreeMap::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part.split_once('=').ok_or_else(|| format!("peer '{part}' is not ID=HOST:PORT"))?;
+        let id: NodeId = id
+            .trim()
+            .parse()
+            .ok()
+            .filter(|i| *i > 0)
+            .ok_or_else(|| format!("peer id '{id}' is not a positive number"))?;
+        if peers.insert(id, addr.trim().to_string()).is_some() {
+            return Err(format!("peer id {id} appears twice"));
+        }
+    }
+    if peers.is_empty() {
+        return Err("no peers given".into());
+    }
+    Ok(peers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse_and_refuse_what_they_should() {
+        let p = parse_peers("1=127.0.0.1:1, 2=localhost:2,3=[::1]:3").unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[&2], "localhost:2");
+        assert!(parse_peers("1=a:1,1=b:2").is_err());
+        assert!(parse_peers("x=a:1").is_err());
+        assert!(parse_peers("0=a:1").is_err());
+        assert!(parse_peers("1").is_err());
+        assert!(parse_peers("").is_err());
+    }
+}

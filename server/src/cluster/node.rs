@@ -1,0 +1,133 @@
+//! One cluster node, assembled: its engine (recovered from its data directory up to the
+//! commit index, or fresh in memory), its Raft storage over the engine's log, its driver, and
+//! its client listener.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::driver::{self, DriverHandle};
+use super::net::Transport;
+use super::store::{RaftStore, SnapRef};
+use super::{ClusterConfig, Input, Link, NodeId, NodeStatus, Replica};
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+use crate::engine::{Engine, Shared};
+use crate::log::memory::MemLog;
+use crate::storage::Replay;
+
+/// A running node.
+pub struct Node {
+    pub id: NodeId,
+    shared: Arc<Shared>,
+    driver: DriverHandle,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Node {
+    /// Starts node `cc.id` serving clients on `cfg.listen`, reaching its peers through `net`;
+    /// `attach` receives the node's input channel (the in-memory network's endpoint).
+    ///
+    /// # Errors
+    /// The client address cannot be bound, the data directory does not recover, or raft-rs
+    /// refuses the storage.
+    pub async fn start(
+        cfg: ServerConfig,
+        cc: &ClusterConfig,
+        clock: Clock,
+        net: Arc<dyn Transport>,
+        attach: impl FnOnce(NodeId, mpsc::Sender<Input>),
+    ) -> io::Result<Node> {
+        let listener = TcpListener::bind(cfg.listen).await?;
+        let addr = listener.local_addr()?;
+        let mut cfg = cfg;
+        cfg.listen = addr;
+        let cfg = Arc::new(cfg);
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+        let (mut engine, snap) = if cfg.data_dir.is_some() {
+            let (start, recovery) =
+                crate::storage::open(&cfg, clock.now_ms(), Replay::Committed).map_err(|e| invalid(e.to_string()))?;
+            let snap =
+                recovery.snapshot.as_ref().map(|s| SnapRef { index: s.index, term: s.term, body: s.body.clone() });
+            (Engine::recovered(cfg.clone(), clock, start, &recovery), snap)
+        } else {
+            (Engine::new(cfg.clone(), clock), None)
+        };
+        let log = if cfg.data_dir.is_some() {
+            engine.take_log()
+        } else {
+            // In memory the Raft log must keep what followers still need: snapshots compact it.
+            let _ = engine.take_log();
+            Box::new(MemLog::new(usize::MAX, engine.state().last_index()))
+        };
+        let applied = engine.state().last_index();
+        let voters: Vec<NodeId> = cc.peers.keys().copied().collect();
+        let store = RaftStore::new(log, voters, snap).map_err(|e| invalid(e.to_string()))?;
+        let (tx, rx) = mpsc::channel();
+        engine.join_cluster(Replica::new(Link { node: cc.id, tx: tx.clone() }));
+        let shared = Shared::new(cfg, engine);
+        attach(cc.id, tx.clone());
+        let driver = driver::spawn(cc, store, applied, net, &shared, tx, rx).map_err(invalid)?;
+        let (stop, _) = watch::channel(false);
+        let tasks = crate::net::serve(listener, &shared, &stop);
+        Ok(Node { id: cc.id, shared, driver, addr, stop, tasks })
+    }
+
+    /// The client address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Role, leader, term, applied index, and why it stopped if it did.
+    pub fn status(&self) -> NodeStatus {
+        self.shared.engine().node_status().expect("a cluster node has a replica")
+    }
+
+    /// The tree digest at this node's applied index.
+    pub fn digest(&self) -> u64 {
+        self.shared.engine().state().digest()
+    }
+
+    /// The digest recomputed from every node of this replica's tree.
+    pub fn recompute_digest(&self) -> u64 {
+        self.shared.engine().state().tree().recompute_digest()
+    }
+
+    /// Number of znodes here.
+    pub fn node_count(&self) -> usize {
+        self.shared.engine().state().tree().len()
+    }
+
+    /// Freezes (or thaws) the node's Raft driver, as a paused process: it neither ticks nor
+    /// reads messages.
+    pub fn pause(&self, paused: bool) {
+        self.driver.paused.store(paused, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The engine, for the cluster harness (faults, snapshots).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Stops the node: clean (`kill` false: the driver stops, the storage is flushed and
+    /// released) or at once (`kill` true: nothing more is flushed, as a killed process).
+    pub async fn stop(mut self, kill: bool) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        self.driver.stop();
+        if kill {
+            self.shared.abandon();
+        } else {
+            self.shared.close();
+        }
+    }
+}

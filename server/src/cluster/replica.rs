@@ -1,0 +1,245 @@
+//! The engine's side of a cluster: what its driver tells it (roles, refusals, sync answers,
+//! snapshots from the leader, a fail-stop) and what it tells its driver (session activity,
+//! finished snapshots). Standalone engines never call any of this.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use testkeeper_core::snapshot;
+use testkeeper_wire::{Response, ZkError};
+use tracing::{error, info};
+
+use super::store::SnapRef;
+use super::{Link, NodeId, Role};
+use crate::engine::Engine;
+
+/// What an embedded node's handle (and `/ready`, `mntr`, `/metrics`) reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub id: NodeId,
+    pub role: Role,
+    /// The leader this node knows (0: none).
+    pub leader: NodeId,
+    pub term: u64,
+    /// Index of the last entry applied here.
+    pub applied: u64,
+    /// Why the node stopped serving, if it did.
+    pub stopped: Option<String>,
+}
+
+/// A zookeeper-flavor sync waiting for the leader's answer, then for this node to catch up.
+#[derive(Debug)]
+pub(crate) struct SyncWait {
+    pub conn: u64,
+    pub xid: i32,
+    pub session: i64,
+    pub path: String,
+    pub started: Instant,
+    /// The leader's last index, once it answered.
+    pub upto: Option<u64>,
+}
+
+/// The cluster part of an engine.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    pub link: Link,
+    pub role: Role,
+    pub leader: NodeId,
+    pub term: u64,
+    /// Sessions with activity here since the last report to the leader.
+    pub touched: HashSet<i64>,
+    pub syncs: HashMap<u64, SyncWait>,
+    pub next_sync: u64,
+    /// Fault injection: the next entry this node (as leader) proposes carries a wrong digest.
+    pub invalid_digest_next: bool,
+    /// Fault injection: this node applies the next write entry corrupted.
+    pub corrupt_next: bool,
+    /// A snapshot this node finished, for the driver to offer followers and compact under.
+    pub snapshot: Option<(SnapRef, u64)>,
+}
+
+impl Replica {
+    pub fn new(link: Link) -> Replica {
+        Replica {
+            link,
+            role: Role::Follower,
+            leader: 0,
+            term: 0,
+            touched: HashSet::new(),
+            syncs: HashMap::new(),
+            next_sync: 0,
+            invalid_digest_next: false,
+            corrupt_next: false,
+            snapshot: None,
+        }
+    }
+}
+
+impl Engine {
+    /// The driver saw a new role, leader or term.
+    pub(crate) fn role_changed(&mut self, role: Role, leader: NodeId, term: u64) {
+        let Some(r) = self.replica.as_mut() else { return };
+        let was_leader = r.role == Role::Leader;
+        (r.role, r.leader, r.term) = (role, leader, term);
+        if role == Role::Leader && !was_leader {
+            // A new leader does not know when followers last heard from each session: every
+            // session gets a whole timeout from now, as ZooKeeper's leader does.
+            self.restart_session_clocks();
+        }
+        if leader == 0 && self.state.rules().zookeeper_sessions {
+            // ZooKeeper: a server without a leader stops serving and disconnects its clients;
+            // their sessions live on if they reconnect in time.
+            let conns: Vec<u64> = self.conns.keys().copied().collect();
+            for c in conns {
+                self.close_conn(c);
+            }
+        }
+    }
+
+    /// Whether this node leads (standalone: always).
+    pub(crate) fn leads(&self) -> bool {
+        self.replica.as_ref().is_none_or(|r| r.role == Role::Leader)
+    }
+
+    /// Whether this node knows a leader (standalone: always).
+    pub(crate) fn has_leader(&self) -> bool {
+        self.replica.as_ref().is_none_or(|r| r.leader != 0)
+    }
+
+    /// Records session activity, to report to the leader.
+    pub(crate) fn note_activity(&mut self, session: i64) {
+        if let Some(r) = self.replica.as_mut() {
+            if r.role != Role::Leader {
+                r.touched.insert(session);
+            }
+        }
+    }
+
+    /// Sessions active here since the last call.
+    pub(crate) fn take_touched(&mut self) -> Vec<i64> {
+        self.replica.as_mut().map(|r| r.touched.drain().collect()).unwrap_or_default()
+    }
+
+    /// A proposal this node waited for was not placed in the log (no leader in time, or the
+    /// leader changed): its waiter gets `code`, an error whose outcome is unknown to clients.
+    pub(crate) fn refused(&mut self, origin: u64, code: i32) {
+        let Some((session, conn, xid, started)) = self.fail_waiter(origin) else { return };
+        self.reply(conn, xid, self.state.zxid(), code, &Response::Empty);
+        self.finished(conn, xid, testkeeper_wire::OpCode::Error, None, started);
+        self.done_for(session);
+    }
+
+    /// Asks the leader (through the driver) how far it has proposed, for a zookeeper-flavor
+    /// sync; the reply goes out once this node has applied that far.
+    pub(crate) fn start_sync(&mut self, conn: u64, xid: i32, session: i64, path: String, started: Instant) {
+        let Some(r) = self.replica.as_mut() else { return };
+        r.next_sync += 1;
+        let id = r.next_sync;
+        r.syncs.insert(id, SyncWait { conn, xid, session, path, started, upto: None });
+        r.link.sync(id);
+        if let Some(rt) = self.sessions.get_mut(&session) {
+            rt.turn.inflight += 1;
+        }
+    }
+
+    /// The leader answered sync `id` with its last index.
+    pub(crate) fn sync_answered(&mut self, id: u64, index: u64) {
+        if let Some(w) = self.replica.as_mut().and_then(|r| r.syncs.get_mut(&id)) {
+            w.upto = Some(index);
+        }
+        self.finish_syncs();
+    }
+
+    /// Answers the syncs this node has caught up for.
+    pub(crate) fn finish_syncs(&mut self) {
+        let applied = self.state.last_index();
+        let Some(r) = self.replica.as_mut() else { return };
+        let done: Vec<u64> =
+            r.syncs.iter().filter(|(_, w)| w.upto.is_some_and(|u| u <= applied)).map(|(id, _)| *id).collect();
+        for id in done {
+            let w = self.replica.as_mut().and_then(|r| r.syncs.remove(&id)).expect("listed above");
+            self.reply(w.conn, w.xid, self.state.zxid(), 0, &Response::Path(w.path));
+            self.finished(w.conn, w.xid, testkeeper_wire::OpCode::Sync, None, w.started);
+            self.done_for(w.session);
+        }
+    }
+
+    /// Fault injection: the next entry this node proposes as leader carries a wrong digest
+    /// (ClickHouse's `keeper_leader_sets_invalid_digest`).
+    pub(crate) fn take_invalid_digest_fault(&mut self) -> bool {
+        self.replica.as_mut().is_some_and(|r| std::mem::take(&mut r.invalid_digest_next))
+    }
+
+    /// Fault injection: whether to apply the next write entry corrupted on this replica.
+    pub(crate) fn take_corrupt_fault(&mut self) -> bool {
+        self.replica.as_mut().is_some_and(|r| std::mem::take(&mut r.corrupt_next))
+    }
+
+    /// A snapshot this node finished, once, for the driver.
+    pub(crate) fn newest_snapshot(&mut self) -> Option<(SnapRef, u64)> {
+        self.replica.as_mut().and_then(|r| r.snapshot.take())
+    }
+
+    /// The leader sent a snapshot: it replaces the state. What this node waited for may be in
+    /// it or not, so those waiters get CONNECTIONLOSS.
+    pub(crate) fn install_snapshot(&mut self, body: &Arc<Vec<u8>>, index: u64) -> Result<(), String> {
+        let state = snapshot::read(body, self.state.rules(), |_| {}).map_err(|e| e.to_string())?;
+        if state.last_index() != index {
+            return Err(format!("it holds index {}, not {index}", state.last_index()));
+        }
+        if let Some(dir) = self.cfg.data_dir.as_ref().map(|d| crate::storage::snapshot_dir(d)) {
+            crate::storage::snapshots::write(&dir, index, body)
+                .map_err(|e| format!("writing it to {}: {e}", dir.display()))?;
+        }
+        self.state = state;
+        let gone: Vec<i64> =
+            self.sessions.keys().filter(|id| !self.state.sessions().contains_key(id)).copied().collect();
+        for id in gone {
+            if let Some(conn) = self.forget_session(id) {
+                self.close_conn(conn);
+            }
+        }
+        let ids: Vec<i64> = self.state.sessions().keys().copied().collect();
+        for id in ids {
+            self.session_created(id);
+        }
+        for origin in self.waiting_origins() {
+            self.refused(origin, ZkError::ConnectionLoss.code());
+        }
+        info!(index, "the state was replaced by the leader's snapshot");
+        Ok(())
+    }
+
+    /// Stops serving for good: logs why, closes every connection, refuses everything after.
+    pub(crate) fn stop_serving(&mut self, why: String) {
+        if self.stop_reason.is_some() {
+            return;
+        }
+        error!("stopping: {why}");
+        self.stopped = true;
+        self.stop_reason = Some(why);
+        let conns: Vec<u64> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.close_conn(c);
+        }
+    }
+
+    /// Why this engine stopped serving, if it did.
+    pub(crate) fn stopped_reason(&self) -> Option<String> {
+        self.stop_reason.clone()
+    }
+
+    /// The node's status.
+    pub(crate) fn node_status(&self) -> Option<NodeStatus> {
+        let r = self.replica.as_ref()?;
+        Some(NodeStatus {
+            id: r.link.node,
+            role: r.role,
+            leader: r.leader,
+            term: r.term,
+            applied: self.state.last_index(),
+            stopped: self.stop_reason.clone(),
+        })
+    }
+}
