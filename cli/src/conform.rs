@@ -89,13 +89,24 @@ pub async fn run(args: ConformArgs) -> Result<(), String> {
         filter: args.filter.clone(),
         collect_wait: Some(Duration::from_secs(args.collect_wait)),
     };
+    // A counter on a terminal (the number of scenarios is known only to the suite); the
+    // per-scenario lines print either way.
+    let bar = crate::progress::bar(0, "conform");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} {pos} scenarios ({elapsed}) {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let mut progress = |p: Progress<'_>| match p {
         Progress::Started { target, reference, root, read_only } => {
-            println!("{}", Report::header(target, reference, root, read_only));
+            bar.suspend(|| println!("{}", Report::header(target, reference, root, read_only)));
         }
-        Progress::Scenario(r) => print!("{}", r.terminal()),
+        Progress::Scenario(r) => {
+            bar.inc(1);
+            bar.suspend(|| print!("{}", r.terminal()));
+        }
     };
     let (report, lines) = testkeeper_conformance::run(&cfg, &mut progress).await?;
+    bar.finish_and_clear();
     print!("\n{}", report.footer());
     let write =
         |path: &PathBuf, text: String| std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()));

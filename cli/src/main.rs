@@ -6,6 +6,7 @@ mod conform;
 mod digest;
 mod faults;
 mod logging;
+mod progress;
 mod proxy;
 mod publish;
 mod replay;

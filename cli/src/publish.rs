@@ -6,7 +6,7 @@
 
 use clap::Args;
 use testkeeper_publisher::admin::Admin;
-use testkeeper_publisher::chaos::{sweep, Remote, SweepConfig, SweepReport};
+use testkeeper_publisher::chaos::{sweep_with, Remote, RunResult, SweepConfig, SweepReport};
 use testkeeper_publisher::hosts::{Behavior, Hosts};
 use testkeeper_publisher::{run, Breakage, Config, Link};
 
@@ -44,6 +44,10 @@ pub struct PublishArgs {
     /// Sweep at most this many faulted runs.
     #[arg(long)]
     max_runs: Option<usize>,
+    /// Replay one run of the sweep: drop the reply to this request index only (as the
+    /// sweep's lines and its failure message print it).
+    #[arg(long, value_name = "N", requires = "chaos", conflicts_with = "max_runs")]
+    index: Option<usize>,
     /// A deliberately broken publisher, to show the sweep catches it.
     #[arg(long = "break", hide = true)]
     breakage: Option<String>,
@@ -65,7 +69,14 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
             (Some(hp), Some(url)) => Some(Remote::new(hp.reachable().await, Admin::new(url)?)),
             _ => return Err("--chaos against a running server needs both --target and --admin".into()),
         };
-        let sweep = SweepConfig { hosts: args.hosts, seed: args.seed, breakage, max_runs: args.max_runs, remote };
+        let sweep = SweepConfig {
+            hosts: args.hosts,
+            seed: args.seed,
+            breakage,
+            max_runs: args.max_runs,
+            remote,
+            only: args.index,
+        };
         return chaos(&sweep).await;
     }
     let target = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?;
@@ -125,46 +136,73 @@ fn write_json(args: &PublishArgs, value: &serde_json::Value) -> Result<(), Strin
     }
 }
 
-/// Runs `sweep` with the log at `warn` unless RUST_LOG says otherwise: the embedded servers
+/// Runs the sweep with the log at `warn` unless RUST_LOG says otherwise: the embedded servers
 /// log every session and fired fault at `info`, which would bury the sweep's own lines. The
 /// global subscriber is already installed, so the sweep runs on a thread of its own with a
 /// current-thread runtime, where a thread-local subscriber covers every task it spawns (the
-/// server spawns no threads).
+/// server spawns no threads). Each run's lines print as it finishes, under a progress bar on a
+/// terminal.
 async fn quiet_sweep(cfg: &SweepConfig) -> Result<SweepReport, String> {
-    if std::env::var_os("RUST_LOG").is_some() {
-        return sweep(cfg).await.map_err(|e| e.to_string());
-    }
     let cfg = cfg.clone();
     let on_thread = move || {
         let subscriber = tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).finish();
-        let _quiet = tracing::subscriber::set_default(subscriber);
+        let _quiet = std::env::var_os("RUST_LOG").is_none().then(|| tracing::subscriber::set_default(subscriber));
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-        rt.block_on(sweep(&cfg)).map_err(|e| e.to_string())
+        let progress = crate::progress::bar(0, "chaos");
+        let report = rt.block_on(sweep_with(&cfg, |run, total| {
+            progress.set_length(total as u64);
+            progress.inc(1);
+            progress.suspend(|| print_run(&cfg, run));
+        }));
+        progress.finish_and_clear();
+        report.map_err(|e| e.to_string())
     };
     tokio::task::spawn_blocking(on_thread).await.map_err(|e| format!("the sweep panicked: {e}"))?
 }
 
-async fn chaos(cfg: &SweepConfig) -> Result<(), String> {
-    let (hosts, seed) = (cfg.hosts, cfg.seed);
-    let rep = quiet_sweep(cfg).await?;
-    for r in &rep.runs {
-        let mark = if r.violations.is_empty() { "ok " } else { "BAD" };
-        println!("{mark} run {:>3}: outcome {:<14} faults fired {} {:?}", r.index, r.outcome, r.fired, r.faults);
-        for v in &r.violations {
-            println!("      violation: {v}");
-        }
+/// The command that replays run `index` of this sweep.
+fn replay_command(cfg: &SweepConfig, index: usize) -> String {
+    let remote = cfg.remote.as_ref().map_or(String::new(), |r| format!(" --target {} --admin URL", r.addr));
+    let broken = if cfg.breakage.is_some() { " --break retry-authority-mutation" } else { "" };
+    format!("testkeeper publish --chaos{remote} --hosts {} --seed {}{broken} --index {index}", cfg.hosts, cfg.seed)
+}
+
+/// One run in words: which request its drop hit, which faults fired, the outcome, and whether
+/// the invariants held (an `unknown` outcome is an answer the publisher may give, not a failure).
+fn print_run(cfg: &SweepConfig, r: &RunResult) {
+    let verdict = if r.violations.is_empty() { "invariants hold" } else { "INVARIANTS VIOLATED" };
+    let what = match (r.index, &r.hit) {
+        (0, _) => "baseline, no faults".to_string(),
+        (i, Some(hit)) => format!("reply to request {i} dropped ({hit})"),
+        (i, None) => format!("request {i} never came, nothing dropped"),
+    };
+    let fired = if r.fired_faults.is_empty() { "none".to_string() } else { r.fired_faults.join("; ") };
+    println!("run {:>3}  {verdict:<19}  outcome {:<14} {what}; faults fired: {fired}", r.index, r.outcome);
+    for v in &r.violations {
+        println!("      violation: {v}");
     }
+    if !r.violations.is_empty() {
+        println!("      replay: {}", replay_command(cfg, r.index));
+    }
+}
+
+async fn chaos(cfg: &SweepConfig) -> Result<(), String> {
+    let seed = cfg.seed;
+    let rep = quiet_sweep(cfg).await?;
     let fired: usize = rep.runs.iter().map(|r| r.fired).sum();
     let place = cfg.remote.as_ref().map_or(String::new(), |r| format!(" under {}", r.root));
-    println!("chaos: seed {seed}, {} runs{place}, {fired} faults fired, outcomes {:?}", rep.runs.len(), rep.outcomes());
+    let outcomes: Vec<String> = rep.outcomes().iter().map(|(o, n)| format!("{o} {n}")).collect();
+    println!(
+        "chaos: seed {seed}, {} runs{place}, {fired} faults fired, outcomes: {}",
+        rep.runs.len(),
+        outcomes.join(", ")
+    );
     let bad = rep.failures();
     if let Some(first) = bad.first() {
-        let remote = cfg.remote.as_ref().map_or(String::new(), |r| format!(" --target {} --admin URL", r.addr));
         return Err(format!(
-            "{} runs violated the invariants; replay with `testkeeper publish --chaos{remote} --hosts {hosts} --seed {seed}{}` (first bad index {})",
+            "{} runs violated the invariants; replay the first with `{}`",
             bad.len(),
-            if cfg.breakage.is_some() { " --break retry-authority-mutation" } else { "" },
-            first.index
+            replay_command(cfg, first.index)
         ));
     }
     Ok(())

@@ -17,7 +17,13 @@ fn bench_against_spawned_testkeeper_writes_json_and_plots() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("run.json");
     let j = json.to_str().unwrap();
-    bench(&["--spawn-testkeeper", "--sessions", "2", "--pipeline", "4", "--ops", "300", "--rounds", "2"]);
+    let out = bench(&["--spawn-testkeeper", "--sessions", "2", "--pipeline", "4", "--ops", "300", "--rounds", "2"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // Errors by name, the mix's expected answers said to be expected; no log lines in the output.
+    assert!(stdout.contains("  round 0 testkeeper") && stdout.contains(" errors "), "{stdout}");
+    assert!(!stdout.contains("\"-10") && !stdout.contains("UNEXPECTED"), "{stdout}");
+    assert!(stdout.contains("(answers the mix expects)") || stdout.contains("errors none"), "{stdout}");
+    assert!(!stdout.contains("INFO") && !stderr.contains("INFO"), "stdout:\n{stdout}\nstderr:\n{stderr}");
     bench(&["--spawn-testkeeper", "--ops", "200", "--rounds", "1", "--keys", "16", "--znodes", "500", "--json", j]);
 
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");

@@ -39,6 +39,8 @@ pub struct SweepConfig {
     pub max_runs: Option<usize>,
     /// Sweep a running server through its HTTP admin API instead of embedded ones.
     pub remote: Option<Remote>,
+    /// Run only this request index (a replay of one run), without the baseline.
+    pub only: Option<usize>,
 }
 
 /// A running server and its admin endpoint.
@@ -66,6 +68,11 @@ pub struct RunResult {
     pub faults: Vec<String>,
     pub outcome: String,
     pub fired: usize,
+    /// The request the sweep's drop hit (`create /path`), when it fired.
+    pub hit: Option<String>,
+    /// The faults that fired, in words (`drop-response on create /path (publisher)`); taps
+    /// are left out.
+    pub fired_faults: Vec<String>,
     pub violations: Vec<String>,
 }
 
@@ -104,12 +111,29 @@ pub fn sweep_publication(hosts: usize, seed: u64) -> Config {
 /// # Errors
 /// When the embedded server cannot start.
 pub async fn sweep(cfg: &SweepConfig) -> std::io::Result<SweepReport> {
+    sweep_with(cfg, |_, _| {}).await
+}
+
+/// [`sweep`], calling `on_run(run, runs in all)` as each run finishes (for progress).
+///
+/// # Errors
+/// As [`sweep`].
+pub async fn sweep_with(cfg: &SweepConfig, mut on_run: impl FnMut(&RunResult, usize)) -> std::io::Result<SweepReport> {
     let mut out = SweepReport { seed: cfg.seed, runs: Vec::new() };
+    if let Some(i) = cfg.only {
+        let (run, _) = one_run(cfg, i).await?;
+        on_run(&run, 1);
+        out.runs.push(run);
+        return Ok(out);
+    }
     let (base, requests) = one_run(cfg, 0).await?;
-    out.runs.push(base);
     let last = cfg.max_runs.map_or(requests, |m| m.min(requests));
+    on_run(&base, last + 1);
+    out.runs.push(base);
     for i in 1..=last {
-        out.runs.push(one_run(cfg, i).await?.0);
+        let run = one_run(cfg, i).await?.0;
+        on_run(&run, last + 1);
+        out.runs.push(run);
     }
     Ok(out)
 }
@@ -223,9 +247,37 @@ async fn faulted_run(
         },
         Err(e) => violations.push(format!("cannot observe the tree: {e}")),
     }
-    let fired = events.iter().filter(|e| e.kind != "delay").count();
+    let fired_events: Vec<&FaultEvent> =
+        events.iter().filter(|e| !e.tap && !taps_ids(&ids, faults.len()).contains(&e.rule)).collect();
+    let fired = fired_events.len();
+    let role = |session: i64| match hosts.sessions.iter().position(|s| *s == session) {
+        Some(h) => format!("host {}", host_id(h).split(':').next().unwrap_or_default()),
+        None if link.sessions.contains(&session) => "publisher".to_string(),
+        None => format!("session {session:#x}"),
+    };
+    let fired_faults = fired_events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} on {}{} ({})",
+                e.kind,
+                e.op,
+                e.path.as_deref().map(|p| format!(" {p}")).unwrap_or_default(),
+                role(e.session)
+            )
+        })
+        .collect();
+    let hit = (index > 0)
+        .then(|| events.iter().find(|e| e.rule == ids[0]))
+        .flatten()
+        .map(|e| format!("{}{}", e.op, e.path.as_deref().map(|p| format!(" {p}")).unwrap_or_default()));
     let outcome = report.outcome.map_or("none".into(), |o| {
         serde_json::to_value(o).map(|v| v.as_str().unwrap_or("?").to_string()).unwrap_or_default()
     });
-    Ok((RunResult { index, faults, outcome, fired, violations }, requests))
+    Ok((RunResult { index, faults, outcome, fired, hit, fired_faults, violations }, requests))
+}
+
+/// The ids of the tap rules: they come after the `n_faults` fault rules.
+fn taps_ids(ids: &[u64], n_faults: usize) -> &[u64] {
+    &ids[n_faults.min(ids.len())..]
 }

@@ -49,7 +49,9 @@ async fn active_partial_work_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sweep_passes_and_catches_the_broken_publisher() {
-    let good = sweep(&SweepConfig { hosts: 2, seed: 11, breakage: None, max_runs: None, remote: None }).await.unwrap();
+    let good = sweep(&SweepConfig { hosts: 2, seed: 11, breakage: None, max_runs: None, remote: None, only: None })
+        .await
+        .unwrap();
     assert!(good.runs.len() > 20, "every request index is swept");
     assert!(good.failures().is_empty(), "{:#?}", good.failures());
     assert!(good.outcomes().get("unknown").copied().unwrap_or(0) > 0, "lost replies on mutations were exercised");
@@ -59,9 +61,23 @@ async fn sweep_passes_and_catches_the_broken_publisher() {
         breakage: Some(Breakage::RetryAuthorityMutation),
         max_runs: None,
         remote: None,
+        only: None,
     };
     let caught = sweep(&broken).await.unwrap();
     assert!(!caught.failures().is_empty(), "the sweep must catch a retried authority mutation");
-    let (first, _) = one_run(&broken, caught.failures()[0].index).await.unwrap();
+    let bad = caught.failures()[0].index;
+    let (first, _) = one_run(&broken, bad).await.unwrap();
     assert!(!first.violations.is_empty(), "a failing index replays");
+    assert!(first.hit.is_some(), "the run names the request its drop hit");
+    let alone = sweep(&SweepConfig { only: Some(bad), ..broken.clone() }).await.unwrap();
+    assert_eq!(alone.runs.iter().map(|r| r.index).collect::<Vec<_>>(), vec![bad], "--index runs that index alone");
+    assert!(!alone.runs[0].violations.is_empty());
+    assert!(
+        good.runs[1..]
+            .iter()
+            .any(|r| r.fired_faults.iter().any(|f| f.starts_with("drop-response on ") && f.ends_with("(publisher)"))),
+        "{:#?}",
+        good.runs
+    );
+    assert!(good.runs.iter().all(|r| r.fired_faults.iter().all(|f| !f.starts_with("delay"))), "taps are not faults");
 }

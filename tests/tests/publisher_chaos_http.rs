@@ -51,7 +51,9 @@ fn sweeps_a_running_server_through_its_admin_api() {
     for out in [&a, &b] {
         assert!(out.success(), "sweep failed:\n{}\nserver:\n{}", out.combined(), server.log_tail(20));
         assert!(summary(out).contains(", 7 runs under /testkeeper_chaos/"), "{}", summary(out));
-        assert_eq!(out.stdout.lines().filter(|l| l.starts_with("ok  run")).count(), 7, "{}", out.stdout);
+        let held = out.stdout.lines().filter(|l| l.starts_with("run ") && l.contains("  invariants hold  ")).count();
+        assert_eq!(held, 7, "{}", out.stdout);
+        assert!(out.stdout.contains("reply to request 1 dropped ("), "the op hit is named: {}", out.stdout);
         // The faults really went through the server: its events came back and were counted.
         assert!(!summary(out).contains(" 0 faults fired"), "{}", summary(out));
     }
@@ -61,6 +63,8 @@ fn sweeps_a_running_server_through_its_admin_api() {
     assert!(!broken.success(), "the broken publisher was not caught:\n{}", broken.combined());
     assert!(broken.stdout.contains("violation: server saw"), "{}", broken.stdout);
     assert!(broken.stderr.contains("violated the invariants"), "{}", broken.stderr);
+    assert!(broken.stdout.contains("      replay: testkeeper publish --chaos --target "), "{}", broken.stdout);
+    assert!(broken.stderr.contains(" --index "), "{}", broken.stderr);
 
     // Every rule the sweeps installed was removed again.
     let rules: serde_json::Value = serde_json::from_str(&http_get(&admin, "/api/v1/faults")).unwrap();

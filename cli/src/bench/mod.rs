@@ -135,20 +135,25 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     let mut rounds = Vec::new();
+    let progress = crate::progress::bar((args.rounds * targets.len()) as u64, "bench");
     for r in 0..args.rounds {
         let order: Vec<usize> =
             if r % 2 == 0 { (0..targets.len()).collect() } else { (0..targets.len()).rev().collect() };
         for i in order {
             let t = &mut targets[i];
+            progress.set_message(format!("round {r} {}", t.label));
             let (rec, elapsed) = load::run(t.addr, &cfg, seed.wrapping_add(r as u64)).await?;
             let ops_s = rec.count() as f64 / elapsed.as_secs_f64().max(1e-9);
-            println!(
-                "  round {r} {:<11} {:>10.0} ops/s  p99 {:>6} us  errors {:?}",
-                t.label,
-                ops_s,
-                rec.p99_us(),
-                rec.errors
-            );
+            progress.inc(1);
+            progress.suspend(|| {
+                println!(
+                    "  round {r} {:<11} {:>10.0} ops/s  p99 {:>6} us  {}",
+                    t.label,
+                    ops_s,
+                    rec.p99_us(),
+                    rec.describe_errors()
+                )
+            });
             t.ops_per_sec.push(ops_s);
             t.p99_us.push(rec.p99_us() as f64);
             let mut j = rec.to_json(elapsed);
@@ -157,6 +162,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             rounds.push(j);
         }
     }
+    progress.finish_and_clear();
     let summary = report::summary(&targets);
     report::print_summary(&summary);
     let memory =

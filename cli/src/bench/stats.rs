@@ -82,13 +82,37 @@ impl Recorder {
         self.per_op[kind.index()].saturating_record(us);
         self.all.saturating_record(us);
         if err != 0 {
-            *self.errors.entry(err.to_string()).or_default() += 1;
+            *self.errors.entry(error_name(err)).or_default() += 1;
         }
     }
 
     /// Records a request that never got a reply.
     pub fn lost(&mut self) {
-        *self.errors.entry("connection_loss".into()).or_default() += 1;
+        *self.errors.entry(LOST.into()).or_default() += 1;
+    }
+
+    /// Errors that are no answer the mix expects (anything but NONODE and NODEEXISTS).
+    pub fn unexpected_errors(&self) -> u64 {
+        self.errors.iter().filter(|(name, _)| !EXPECTED.contains(&name.as_str())).map(|(_, n)| n).sum()
+    }
+
+    /// The errors in words: `NONODE 28, NODEEXISTS 47 (answers the mix expects)`, and what else
+    /// came, marked unexpected.
+    pub fn describe_errors(&self) -> String {
+        let part = |expected: bool| {
+            (self.errors.iter())
+                .filter(|(name, _)| EXPECTED.contains(&name.as_str()) == expected)
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (ok, bad) = (part(true), part(false));
+        let ok = if ok.is_empty() { "none".to_string() } else { format!("{ok} (answers the mix expects)") };
+        if bad.is_empty() {
+            format!("errors {ok}")
+        } else {
+            format!("errors {ok}; UNEXPECTED {bad}")
+        }
     }
 
     /// Replies recorded, errors included.
@@ -118,8 +142,21 @@ impl Recorder {
             "latency_us": quantiles(&self.all),
             "per_op": per_op,
             "errors": self.errors,
+            "unexpected_errors": self.unexpected_errors(),
         })
     }
+}
+
+/// Error answers the mix provokes by design: a get, set or delete of a key another session
+/// just deleted (NONODE), a create of a key that exists (NODEEXISTS).
+pub const EXPECTED: [&str; 2] = ["NONODE", "NODEEXISTS"];
+
+/// A request that never got a reply (its connection was lost).
+const LOST: &str = "no reply (connection lost)";
+
+/// An error code by its ZooKeeper name (`-101` is `NONODE`), or the number when unknown.
+fn error_name(code: i32) -> String {
+    testkeeper_wire::ZkError::from_code(code).map_or_else(|| code.to_string(), |e| e.name().to_string())
 }
 
 fn quantiles(h: &Histogram<u64>) -> Value {
@@ -164,8 +201,15 @@ mod tests {
         assert_eq!(a.count(), 3);
         let j = a.to_json(Duration::from_secs(1));
         assert_eq!(j["ops"], 3);
-        assert_eq!(j["errors"]["-110"], 1);
-        assert_eq!(j["errors"]["connection_loss"], 1);
+        assert_eq!(j["errors"]["NODEEXISTS"], 1);
+        assert_eq!(j["errors"][LOST], 1);
+        assert_eq!(j["unexpected_errors"], 1);
+        assert_eq!(a.describe_errors(), format!("errors NODEEXISTS 1 (answers the mix expects); UNEXPECTED {LOST} 1"));
+        let mut c = Recorder::default();
+        c.record(OpKind::Get, Duration::from_micros(1), -101);
+        c.record(OpKind::Get, Duration::from_micros(1), -7);
+        assert_eq!(c.describe_errors(), "errors NONODE 1 (answers the mix expects); UNEXPECTED OPERATIONTIMEOUT 1");
+        assert_eq!(Recorder::default().describe_errors(), "errors none");
         assert_eq!(j["per_op"]["get"]["count"], 2);
         assert!(j["per_op"].get("set").is_none());
     }
