@@ -8,6 +8,7 @@
 #     Curator recipe test;
 #   * JUnit 5 (`junit5`, with its console launcher), for the Java helper's test
 #     (clients/java, tests/tests/java_helper.rs);
+#   * curl, which the docs' HTTP examples use (tests/tests/docs_commands.rs runs them);
 #   * a Python virtualenv with kazoo (whose shipped test suite we run against
 #     both servers) and its `test` extras: pytest, pytest-timeout (per-test
 #     time limit, so a hung test cannot stall CI), pytest-cov, objgraph
@@ -23,7 +24,7 @@ VENV="${TESTKEEPER_VENV:-$REPO/target/test-venv}"
 
 # libcurator-recipes-java (with its framework and client) and a JDK for javac:
 # tests/tests/curator_recipes.rs compiles tests/java/CuratorRecipes.java.
-APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java default-jdk-headless junit5)
+APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java default-jdk-headless junit5 curl)
 # PyPI requirements. kazoo is pinned because the suite runner leans on its
 # test harness internals (kazoo.testing.harness.get_global_cluster), which
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.

@@ -59,6 +59,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The docs check (tests/tests/docs_commands.rs) parses every documented command line
+    // without running it: flags and values checked exactly as a real run checks them.
+    if std::env::var_os("TESTKEEPER_PARSE_ONLY").is_some_and(|v| !v.is_empty()) {
+        return ExitCode::SUCCESS;
+    }
     // A panic anywhere (a broken invariant in apply, a digest mismatch on replay) must stop the
     // whole process: a server task that died while the others keep serving could hand out a
     // tree that has diverged. Print the usual message, then abort.
