@@ -45,9 +45,9 @@ pub struct Driver {
     term: u64,
     /// Proposals waiting for a leader (or for this leader to be ready), with when they came.
     parked: VecDeque<(Instant, u64, i64, Proposal)>,
-    /// Origins of this node's proposals in flight, with the term they were sent in: a new
-    /// term fails them (their outcome is unknown).
-    in_flight: HashMap<u64, u64>,
+    /// Origins of this node's proposals in flight, with the term they were sent in and when:
+    /// a new term fails them, and so does the operation timeout (their outcome is unknown).
+    in_flight: HashMap<u64, (u64, Instant)>,
     /// zookeeper-flavor syncs asked of the leader.
     syncs: VecDeque<u64>,
     /// Set by the harness: the driver does nothing (a paused process) until it is cleared.
@@ -220,7 +220,7 @@ impl Driver {
                 self.net.send(self.id, origin >> 48, Msg::Refuse { origin, code: ZkError::ConnectionLoss.code() })
             }
             _ if self.leader != 0 => {
-                self.in_flight.insert(origin, self.term);
+                self.in_flight.insert(origin, (self.term, Instant::now()));
                 self.net.send(self.id, self.leader, Msg::Forward { origin, session, proposal });
             }
             _ => self.parked.push_back((Instant::now(), origin, session, proposal)),
@@ -253,7 +253,7 @@ impl Driver {
         };
         let (entry, cp) = entry;
         if origin >> 48 == self.id {
-            self.in_flight.insert(origin, self.term);
+            self.in_flight.insert(origin, (self.term, Instant::now()));
         }
         if let Err(e) = self.node.propose(vec![], to_raft(&entry).data.to_vec()) {
             warn!(node = self.id, error = %e, "proposal dropped");
@@ -310,6 +310,17 @@ impl Driver {
         while self.parked.front().is_some_and(|(t, ..)| now.duration_since(*t) > OPERATION_TIMEOUT) {
             let (_, origin, ..) = self.parked.pop_front().expect("checked above");
             self.refuse(origin, ZkError::OperationTimeout.code());
+        }
+        // A forwarded proposal can be lost on the way (the leader never saw it): after
+        // Keeper's operation timeout its client gets OPERATIONTIMEOUT, as Keeper answers.
+        let late: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (_, at))| now.duration_since(*at) > OPERATION_TIMEOUT)
+            .map(|(o, _)| *o)
+            .collect();
+        for origin in late {
+            self.refuse_local(origin, ZkError::OperationTimeout.code());
         }
         if let Some((snap, keep_from)) = snap.filter(|(s, _)| s.index > self.node.store().snapshot_index()) {
             if let Err(e) = self.node.mut_store().snapshot_taken(snap, keep_from) {
@@ -385,7 +396,7 @@ impl Driver {
         if term != self.term {
             self.term = term;
             // A proposal sent in an older term may be lost: its outcome is unknown.
-            let stale: Vec<u64> = self.in_flight.iter().filter(|(_, t)| **t < term).map(|(o, _)| *o).collect();
+            let stale: Vec<u64> = self.in_flight.iter().filter(|(_, (t, _))| *t < term).map(|(o, _)| *o).collect();
             for origin in stale {
                 self.refuse_local(origin, ZkError::ConnectionLoss.code());
             }

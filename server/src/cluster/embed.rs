@@ -27,7 +27,8 @@ use super::net::mem::{LinkFaults, MemNet};
 use super::node::Node;
 use super::{ClusterConfig, NodeId, NodeStatus, Role};
 use crate::clock::Clock;
-use crate::config::ServerConfig;
+use crate::config::{LogBackend, ServerConfig};
+use crate::log::sim::SimDisk;
 
 /// A node's fixed identity across restarts: its config and client address.
 struct Slot {
@@ -41,6 +42,10 @@ pub struct TestKeeperCluster {
     net: MemNet,
     slots: BTreeMap<NodeId, Slot>,
     seed: u64,
+    /// Without a data directory, each node's "disk" is a simulated one (its Raft log and hard
+    /// state survive a kill, as Raft requires, and a kill loses what was not synced) with
+    /// snapshots in this temporary directory.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl TestKeeperCluster {
@@ -53,17 +58,22 @@ impl TestKeeperCluster {
     pub async fn start(n: usize, cfg: ServerConfig, seed: u64) -> io::Result<TestKeeperCluster> {
         let net = MemNet::new(seed);
         let peers: BTreeMap<NodeId, String> = (1..=n as u64).map(|i| (i, format!("memory:{i}"))).collect();
+        let scratch = if cfg.data_dir.is_none() { Some(tempfile::tempdir()?) } else { None };
         let mut slots = BTreeMap::new();
         for id in 1..=n as u64 {
             let mut c = cfg.clone();
             c.listen = "127.0.0.1:0".parse().expect("static address");
             c.seed = seed ^ id;
             c.data_dir = cfg.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
+            if let Some(s) = &scratch {
+                c.data_dir = Some(s.path().join(format!("node-{id}")));
+                c.log_backend = LogBackend::Sim(SimDisk::new());
+            }
             let mut cc = ClusterConfig::new(id, peers.clone());
             cc.seed = seed.wrapping_add(id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             slots.insert(id, Slot { cfg: c, cc, node: None });
         }
-        let mut cluster = TestKeeperCluster { net, slots, seed };
+        let mut cluster = TestKeeperCluster { net, slots, seed, _scratch: scratch };
         for id in 1..=n as u64 {
             cluster.restart(id).await?;
         }
@@ -151,11 +161,16 @@ impl TestKeeperCluster {
         }
     }
 
-    /// Kills node `id` at once (no flush, no goodbye to its clients or peers).
+    /// Kills node `id` at once (no flush, no goodbye to its clients or peers); on a simulated
+    /// disk, what it had not synced is lost.
     pub async fn kill(&mut self, id: NodeId) {
         self.net.detach(id);
-        if let Some(node) = self.slots.get_mut(&id).and_then(|s| s.node.take()) {
+        let Some(slot) = self.slots.get_mut(&id) else { return };
+        if let Some(node) = slot.node.take() {
             node.stop(true).await;
+            if let LogBackend::Sim(disk) = &slot.cfg.log_backend {
+                disk.crash(false);
+            }
         }
     }
 
