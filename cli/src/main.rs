@@ -5,12 +5,14 @@ mod bench;
 mod conform;
 mod digest;
 mod faults;
+mod keeper_xml;
 mod logging;
 mod progress;
 mod proxy;
 mod publish;
 mod replay;
 mod serve;
+mod serve_cluster;
 mod serve_storage;
 
 use std::process::ExitCode;

@@ -14,10 +14,11 @@ use tracing::info;
 /// Flags of `serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on: HOST:PORT, or a bare PORT on 127.0.0.1; port 0 picks a free
-    /// port (the real one is printed).
-    #[arg(long, default_value = "127.0.0.1:9181", value_parser = crate::addr::listen)]
-    pub listen: SocketAddr,
+    /// Address to listen on for clients: HOST:PORT, or a bare PORT on 127.0.0.1; port 0 picks
+    /// a free port (the real one is printed). Default 127.0.0.1:9181 (or, with
+    /// --cluster-config, the file's listen_host and tcp_port).
+    #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
+    pub listen: Option<SocketAddr>,
     /// Which server to imitate: keeper (ClickHouse Keeper) or zookeeper (Apache ZooKeeper 3.8).
     #[arg(long, default_value = "keeper", value_parser = parse_flavor)]
     pub flavor: Flavor,
@@ -71,7 +72,12 @@ pub struct ServeArgs {
     pub http: Option<SocketAddr>,
     #[command(flatten)]
     pub storage: crate::serve_storage::StorageArgs,
+    #[command(flatten)]
+    pub cluster: crate::serve_cluster::ClusterArgs,
 }
+
+/// Where `serve` listens for clients when neither `--listen` nor a config file says.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 9181));
 
 /// Checks a `--fault` rule at flag-parsing time, so a typo stops the server from starting.
 fn parse_fault(s: &str) -> Result<String, String> {
@@ -88,8 +94,21 @@ impl ServeArgs {
     /// # Errors
     /// A message naming the flag when values are inconsistent.
     pub fn config(&self) -> Result<ServerConfig, String> {
-        let mut cfg = ServerConfig::new(self.flavor);
-        cfg.listen = self.listen;
+        let mut base = ServerConfig::new(self.flavor);
+        base.listen = DEFAULT_LISTEN;
+        self.config_over(base)
+    }
+
+    /// The configuration these flags describe over `base` (a config file's values): a flag
+    /// that is given wins, one that is not leaves `base` as it is.
+    ///
+    /// # Errors
+    /// A message naming the flag when values are inconsistent.
+    pub fn config_over(&self, base: ServerConfig) -> Result<ServerConfig, String> {
+        let mut cfg = base;
+        if let Some(l) = self.listen {
+            cfg.listen = l;
+        }
         if let Some(m) = self.max_frame {
             if m < 64 {
                 return Err(format!("--max-frame {m} is too small to hold a handshake"));
@@ -126,7 +145,7 @@ impl ServeArgs {
             cfg.super_digest = Some(d.clone());
         }
         cfg.feature_flags = self.feature_flags;
-        cfg.digest_enabled = !self.no_digest;
+        cfg.digest_enabled &= !self.no_digest;
         cfg.digest_check_on_commit = self.digest_check_on_commit;
         cfg.seed = self.seed.unwrap_or_else(rand_seed);
         self.storage.apply(&mut cfg);
@@ -145,6 +164,9 @@ fn rand_seed() -> u64 {
 /// # Errors
 /// Bad flags, or an address that cannot be bound.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
+    if args.cluster.enabled() {
+        return crate::serve_cluster::run(args).await;
+    }
     let cfg = args.config()?;
     // Install the handlers before announcing the address: a signal sent right after the
     // "listening" line must stop us cleanly, not kill us with the default action.
@@ -156,7 +178,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => {
             format!("refusing to start: data directory {} does not recover: {e}", dir.display())
         }
-        _ => format!("cannot listen on {}: {e}", args.listen),
+        _ => format!("cannot listen on {}: {e}", args.listen.unwrap_or(DEFAULT_LISTEN)),
     })?;
     info!(%flavor, seed, "testkeeper started (seed {seed})");
     for rule in &args.faults {
@@ -168,15 +190,18 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         info!(%bound, "http endpoint listening");
         eprintln!("testkeeper http listening on {bound}");
     }
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "testkeeper listening on {}", server.addr());
-        let _ = out.flush();
-    }
+    announce(server.addr());
     signals.wait().await;
     info!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// Prints the one stdout line tests and scripts wait for: the server accepts clients now.
+pub(crate) fn announce(addr: SocketAddr) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "testkeeper listening on {addr}");
+    let _ = out.flush();
 }
 
 /// SIGINT and SIGTERM, registered up front.

@@ -4,7 +4,9 @@
 //! # Layout
 //! - this file: the word lists, the allow-list check and the words that read counters.
 //! - `dumps`: `cons`, `stat`'s clients and the `wch*` watch dumps.
+//! - `cluster`: a cluster node's role.
 
+mod cluster;
 mod dumps;
 
 use std::fmt::Write as _;
@@ -143,7 +145,7 @@ fn mntr(e: &Engine) -> String {
     kv("packets_sent", &e.stats.packets_sent);
     kv("num_alive_connections", &e.conns.len());
     kv("outstanding_requests", &0);
-    kv("server_state", &"standalone");
+    kv("server_state", &cluster::server_state(e));
     kv("znode_count", &e.state.tree().len());
     kv("watch_count", &e.watches.count());
     kv("ephemerals_count", &e.state.tree().ephemeral_count());
@@ -245,11 +247,12 @@ fn srvr(e: &Engine, with_clients: bool, asker: Option<SocketAddr>) -> String {
     }
     let _ = write!(
         s,
-        "Latency min/avg/max: {min}/{avg}/{max}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: 0\nZxid: 0x{:x}\nMode: standalone\nNode count: {}\n",
+        "Latency min/avg/max: {min}/{avg}/{max}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: 0\nZxid: 0x{:x}\nMode: {}\nNode count: {}\n",
         e.stats.packets_received,
         e.stats.packets_sent,
         e.conns.len(),
         e.state.zxid(),
+        cluster::server_state(e),
         e.state.tree().len()
     );
     s

@@ -13,6 +13,7 @@
 //! * [`zookeeper`]: a throwaway standalone ZooKeeper server;
 //! * [`zookeeper_ensemble`]: a throwaway 3-server ZooKeeper ensemble;
 //! * [`testkeeper`]: a throwaway `testkeeper serve` process;
+//! * [`cluster`]: a throwaway cluster of `testkeeper serve` processes;
 //! * [`proxy`]: a throwaway `testkeeper proxy` in front of a server, and `replay`;
 //! * [`foreign`]: someone else's data on a server, and a snapshot to show it is untouched;
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
@@ -22,6 +23,7 @@
 //! binary over the wire, the way real clients do.
 
 pub mod clis;
+pub mod cluster;
 pub mod env;
 pub mod foreign;
 pub mod kazoo;
@@ -32,6 +34,7 @@ pub mod testkeeper;
 pub mod zookeeper;
 pub mod zookeeper_ensemble;
 
+pub use cluster::{ClusterOptions, TestkeeperCluster};
 pub use env::{external_prereq, repo_root, testkeeper_bin, venv_python};
 pub use net::{four_letter_word, free_port};
 pub use testkeeper::TestkeeperProcess;

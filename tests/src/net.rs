@@ -31,6 +31,30 @@ pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::
     Ok(String::from_utf8_lossy(&reply).into_owned())
 }
 
+/// One HTTP/1.0 request to a loopback admin endpoint (never chunked, closed after the reply),
+/// with the `X-Testkeeper` header its guard wants on writes; returns the status and the body.
+///
+/// # Errors
+/// The endpoint cannot be reached, or its answer is not HTTP.
+pub fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nX-Testkeeper: 1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply)?;
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("not an HTTP answer: {head:?}")))?;
+    Ok((status, body.to_string()))
+}
+
 /// Polls `probe` every `every` until it returns `Some`, or `deadline` passes.
 pub fn poll_until<T>(deadline: Instant, every: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     loop {

@@ -236,7 +236,11 @@ fn serve_with_http() -> (std::process::Child, String, String) {
 
 /// Whether a parsed command is also run for real.
 fn runs(words: &[String]) -> bool {
+    // A cluster node binds its documented Raft port and waits for its peers: parsed only
+    // (tests/tests/cluster_processes.rs runs clusters on free ports).
+    let cluster = words.iter().any(|w| matches!(w.as_str(), "--id" | "--peers" | "--cluster-config"));
     match words.get(1).map(String::as_str) {
+        Some("serve") if cluster => false,
         Some("serve" | "faults" | "digest") => !words.iter().any(|w| w == "--follow" || w == "--help"),
         Some("publish") => {
             let chaos = words.iter().any(|w| w == "--chaos");

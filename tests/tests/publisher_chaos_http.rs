@@ -3,8 +3,6 @@
 //! (docs/publisher.md). Two sweeps share the server at once, each run under its own root,
 //! and must not disturb each other; a deliberately broken publisher must still be caught.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
 
@@ -71,15 +69,10 @@ fn sweeps_a_running_server_through_its_admin_api() {
     assert_eq!(rules["rules"], serde_json::json!([]), "rules left behind");
 }
 
-/// The body of `GET path` (HTTP/1.0: never chunked, closed after the reply).
+/// The body of `GET path`, which must answer 200.
 fn http_get(admin: &str, path: &str) -> String {
-    let host = admin.trim_start_matches("http://");
-    let mut s = TcpStream::connect(host).expect("admin endpoint");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("admin reply");
-    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-    assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "GET {path}: {head}");
-    body.to_string()
+    let addr = admin.trim_start_matches("http://").parse().expect("admin address");
+    let (status, body) = testkeeper_tests::net::http(addr, "GET", path, "").expect("admin reply");
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
 }

@@ -70,7 +70,7 @@ impl TestKeeperCluster {
                 c.log_backend = LogBackend::Sim(SimDisk::new());
             }
             let mut cc = ClusterConfig::new(id, peers.clone());
-            cc.seed = seed.wrapping_add(id.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            cc.seed = ClusterConfig::node_seed(seed, id);
             slots.insert(id, Slot { cfg: c, cc, node: None });
         }
         let mut cluster = TestKeeperCluster { net, slots, seed, _scratch: scratch };

@@ -66,6 +66,12 @@ impl ClusterConfig {
     pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>) -> ClusterConfig {
         ClusterConfig { id, peers, tick_ms: 20, election_ticks: 10, heartbeat_ticks: 2, seed: 0 }
     }
+
+    /// Node `id`'s own seed in a run seeded `run_seed`: distinct per node, so nodes started
+    /// with one seed do not all time out on the same tick.
+    pub fn node_seed(run_seed: u64, id: NodeId) -> u64 {
+        run_seed.wrapping_add(id.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
 }
 
 /// A node's Raft role.

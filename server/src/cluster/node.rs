@@ -111,6 +111,24 @@ impl Node {
         self.driver.paused.store(paused, std::sync::atomic::Ordering::Release);
     }
 
+    /// Adds a client-path fault rule on this node (the grammar of `docs/faults.md`); returns
+    /// its id.
+    ///
+    /// # Errors
+    /// The parse error, naming the bad kind, key or value.
+    pub fn add_fault(&self, rule: &str) -> Result<u64, String> {
+        self.shared.engine().faults.add(rule).map_err(|e| e.to_string())
+    }
+
+    /// Starts this node's admin HTTP endpoint on `addr` (port 0 picks a free port): the routes
+    /// of a standalone server, with `/ready`, `mntr` and `/metrics` answering for this node.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn start_http(&self, addr: SocketAddr) -> io::Result<crate::http::HttpServer> {
+        crate::http::HttpServer::start(addr, self.shared.clone()).await
+    }
+
     /// The engine, for the cluster harness (faults, snapshots).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared

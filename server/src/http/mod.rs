@@ -15,6 +15,8 @@
 //! | `GET /api/v1/connections` | `{"connections":[...]}`: the open client connections |
 //! | `DELETE /api/v1/connections/{id}` | closes the connection (its session lives on); 204, or 404 |
 //! | `POST /api/v1/reset` | an empty tree, no sessions, no fault rules; `{"reset":true,...}` |
+//! | `GET /api/v1/cluster` | a cluster node's id, role, leader, term, applied index; 404 standalone |
+//! | `POST /api/v1/cluster/faults/{kind}` | arms `invalid-digest-next` or `corrupt-next-apply` on this node |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
 //! Every route sits behind one guard (`guard.rs`): a non-loopback `Origin` is refused, and a
@@ -28,8 +30,10 @@
 //! - `faults`: the fault API.
 //! - `sessions`: sessions, connections and reset.
 //! - `metrics`: `/metrics`.
+//! - `cluster`: a cluster node's status and divergence faults.
 
 pub mod client;
+mod cluster;
 mod control;
 mod faults;
 pub mod guard;
@@ -68,6 +72,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/connections", get(sessions::connections))
         .route("/api/v1/connections/{id}", delete(sessions::drop_connection))
         .route("/api/v1/reset", post(sessions::reset))
+        .route("/api/v1/cluster", get(cluster::status))
+        .route("/api/v1/cluster/faults/{kind}", post(cluster::arm_fault))
         .with_state(shared)
         // Last, so it wraps every route above (add new routes above this line) and the
         // fallback: nothing reaches a handler unguarded.

@@ -28,12 +28,31 @@ const QUEUE: usize = 4096;
 pub struct TcpNet {
     peers: BTreeMap<NodeId, String>,
     outs: Mutex<HashMap<NodeId, mpsc::Sender<Vec<u8>>>>,
+    /// The bound Raft listener, until [`attach`](Self::attach) starts accepting on it.
+    listener: Mutex<Option<TcpListener>>,
     rt: tokio::runtime::Handle,
 }
 
 impl TcpNet {
-    /// Listens on `listen` for peers' frames (handing them to `input`) and returns the
-    /// transport that reaches `peers`.
+    /// Binds `listen` for peers' frames and returns the transport that reaches `peers`, with
+    /// the bound address. Nothing is accepted until [`attach`](Self::attach) names where
+    /// incoming messages go (the node's input channel exists only once the node starts).
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn bind(listen: SocketAddr, peers: BTreeMap<NodeId, String>) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
+        let listener = TcpListener::bind(listen).await?;
+        let bound = listener.local_addr()?;
+        let net = TcpNet {
+            peers,
+            outs: Mutex::new(HashMap::new()),
+            listener: Mutex::new(Some(listener)),
+            rt: tokio::runtime::Handle::current(),
+        };
+        Ok((Arc::new(net), bound))
+    }
+
+    /// [`bind`](Self::bind) and [`attach`](Self::attach) in one step.
     ///
     /// # Errors
     /// The address cannot be bound.
@@ -42,9 +61,16 @@ impl TcpNet {
         peers: BTreeMap<NodeId, String>,
         input: Sender<Input>,
     ) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
-        let listener = TcpListener::bind(listen).await?;
-        let bound = listener.local_addr()?;
-        tokio::spawn(async move {
+        let (net, bound) = Self::bind(listen, peers).await?;
+        net.attach(input);
+        Ok((net, bound))
+    }
+
+    /// Starts accepting peers' connections, handing every message to `input`. A second call
+    /// does nothing (the listener is taken by the first).
+    pub fn attach(&self, input: Sender<Input>) {
+        let Some(listener) = self.listener.lock().expect("tcp listener").take() else { return };
+        self.rt.spawn(async move {
             loop {
                 match listener.accept().await {
                     Ok((s, peer)) => {
@@ -62,8 +88,6 @@ impl TcpNet {
                 }
             }
         });
-        let net = TcpNet { peers, outs: Mutex::new(HashMap::new()), rt: tokio::runtime::Handle::current() };
-        Ok((Arc::new(net), bound))
     }
 
     fn sender(&self, to: NodeId) -> Option<mpsc::Sender<Vec<u8>>> {
@@ -133,5 +157,34 @@ impl Transport for TcpNet {
         frame.extend_from_slice(&from.to_be_bytes());
         frame.extend_from_slice(&body);
         let _ = tx.try_send(frame);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn messages_cross_between_two_nodes_and_survive_a_late_listener() {
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (tx1, rx1) = mpsc::channel();
+        let (tx2, rx2) = mpsc::channel();
+        // Node 2 binds first and attaches late: node 1's frames wait in the kernel meanwhile.
+        let (n2, a2) = TcpNet::bind(any, BTreeMap::new()).await.unwrap();
+        let (n1, a1) = TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), tx1).await.unwrap();
+        n1.send(1, 2, Msg::SyncAsk { id: 7 });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        n2.attach(tx2);
+        let got = tokio::task::spawn_blocking(move || rx2.recv_timeout(Duration::from_secs(5))).await.unwrap();
+        assert!(matches!(got, Ok(Input::Net { from: 1, msg: Msg::SyncAsk { id: 7 } })), "{got:?}");
+        // And back, once node 2 knows node 1's address.
+        let back = TcpNet { peers: BTreeMap::from([(1, a1.to_string())]), ..Arc::into_inner(n2).unwrap() };
+        back.send(2, 1, Msg::SyncAnswer { id: 7, index: 9 });
+        let got = tokio::task::spawn_blocking(move || rx1.recv_timeout(Duration::from_secs(5))).await.unwrap();
+        assert!(matches!(got, Ok(Input::Net { from: 2, msg: Msg::SyncAnswer { id: 7, index: 9 } })), "{got:?}");
+        // A message to a node nobody knows is dropped, not an error.
+        n1.send(1, 9, Msg::SyncAsk { id: 1 });
     }
 }

@@ -1,0 +1,137 @@
+/*
+ * Apache ZooKeeper's Java client against a 3-node cluster, across a leader failover
+ * (tests/tests/cluster_processes.rs): N creates, then "phase1 ..." on stdout; the test kills the
+ * leader and writes "go" on stdin; N more creates through whatever server the client reaches,
+ * each retried on connection loss until it is known to be applied; then the children count.
+ *
+ * The servers are tried in the connect string's order (not shuffled, as the stock client does),
+ * so the test can put the leader first and know the client's own server dies.
+ *
+ * Usage: ClusterFailover CONNECT_STRING N
+ * Output: "phase1 session=0x..", "phase2 session=0x.. retries=R", "children=C", "ok".
+ */
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.HostProvider;
+
+public final class ClusterFailover {
+    static String connect;
+    static ZooKeeper zk;
+    static int retries;
+
+    /** The connect string's servers in order, round and round, pausing after a full turn. */
+    static final class InOrder implements HostProvider {
+        final List<InetSocketAddress> hosts = new ArrayList<>();
+        int next;
+
+        InOrder(String connect) {
+            for (String hp : connect.split(",")) {
+                int colon = hp.lastIndexOf(':');
+                hosts.add(new InetSocketAddress(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))));
+            }
+        }
+
+        @Override
+        public int size() {
+            return hosts.size();
+        }
+
+        @Override
+        public InetSocketAddress next(long spinDelay) {
+            if (next > 0 && next % hosts.size() == 0 && spinDelay > 0) {
+                try {
+                    Thread.sleep(spinDelay);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return hosts.get(next++ % hosts.size());
+        }
+
+        @Override
+        public void onConnected() {}
+
+        @Override
+        public boolean updateServerList(Collection<InetSocketAddress> servers, InetSocketAddress current) {
+            return false;
+        }
+    }
+
+    static ZooKeeper open() throws Exception {
+        CountDownLatch up = new CountDownLatch(1);
+        Watcher w = e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                up.countDown();
+            }
+        };
+        ZooKeeper z = new ZooKeeper(connect, 10000, w, false, new InOrder(connect));
+        if (!up.await(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no connection to " + connect + " within 30 s");
+        }
+        return z;
+    }
+
+    /** Creates path, retrying until it is known to exist: a lost reply may have applied it. */
+    static void create(String path) throws Exception {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                zk.create(path, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT);
+                return;
+            } catch (KeeperException.NodeExistsException e) {
+                if (retries == 0) {
+                    throw e;
+                }
+                return; // an earlier attempt whose reply was lost did apply it
+            } catch (KeeperException.ConnectionLossException | KeeperException.OperationTimeoutException e) {
+                retries++;
+            } catch (KeeperException.SessionExpiredException e) {
+                retries++;
+                zk.close();
+                zk = open();
+            }
+            if (System.nanoTime() > until) {
+                throw new IllegalStateException("create " + path + " did not succeed within 60 s");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        connect = args[0];
+        int n = Integer.parseInt(args[1]);
+        zk = open();
+        create("/jf");
+        for (int i = 0; i < n; i++) {
+            create("/jf/a-" + i);
+        }
+        System.out.println("phase1 session=0x" + Long.toHexString(zk.getSessionId()));
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String go = in.readLine();
+        if (!"go".equals(go)) {
+            throw new IllegalStateException("expected 'go' on stdin, got " + go);
+        }
+        for (int i = 0; i < n; i++) {
+            create("/jf/b-" + i);
+        }
+        System.out.println("phase2 session=0x" + Long.toHexString(zk.getSessionId()) + " retries=" + retries);
+        System.out.println("children=" + zk.getChildren("/jf", false).size());
+        zk.close();
+        System.out.println("ok");
+    }
+}
