@@ -332,6 +332,12 @@ impl Engine {
         }
         let Some(c) = self.conns.get_mut(&conn) else { return };
         c.last_latency_ms = us / 1000;
+        // Checked first: building the line costs more than the request it describes.
+        let wanted =
+            if ping { tracing::enabled!(tracing::Level::TRACE) } else { tracing::enabled!(tracing::Level::DEBUG) };
+        if !wanted {
+            return;
+        }
         let (session, err, zxid) = (c.session, c.last_err, c.last_zxid);
         let err = match err {
             0 => "ok".to_string(),
