@@ -210,11 +210,15 @@ impl Rules {
     }
 
     /// Whether the flavor's real server knows `op` at all.
+    /// (The op's line in the per-op table, `testkeeper_wire::opcode`, says which servers know it.)
     pub fn knows_op(&self, op: testkeeper_wire::OpCode) -> bool {
-        use testkeeper_wire::OpCode;
-        let keeper_only = (op as i32) >= 500;
-        let zk_only = matches!(op, OpCode::WhoAmI | OpCode::GetEphemerals | OpCode::GetAllChildrenNumber);
-        op != OpCode::Sasl && if self.zookeeper_ops { !keeper_only } else { !zk_only }
+        use testkeeper_wire::opcode::Servers;
+        match op.servers() {
+            Servers::Both => true,
+            Servers::ZooKeeper => self.zookeeper_ops,
+            Servers::Keeper => !self.zookeeper_ops,
+            Servers::Neither => false,
+        }
     }
 
     /// Formats a sequential suffix from the parent's counter, as the flavor's server does.

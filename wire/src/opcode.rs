@@ -1,4 +1,12 @@
-//! Operation codes (`ZooDefs.OpCode` plus ClickHouse Keeper's extensions) and reserved xids.
+//! The per-op table: every operation code (`ZooDefs.OpCode` plus ClickHouse Keeper's
+//! extensions) on one line with everything the rest of the code asks of an op: its number and
+//! protocol name, its [`Class`] (how the server's dispatch runs it), which [`Servers`] know it
+//! (what each flavor accepts) and its [`Reply`] body (what a successful write answers).
+//!
+//! Adding an operation means its record (in `records/`, with its `Request` variant and
+//! codec arms in `request.rs`), its op file (the core's `prepare/` for a write, `read.rs` for
+//! a read), and one line here; the server's dispatch, its replies and each flavor's op list
+//! read the line, and no other list of ops exists.
 
 /// Reserved xid of watch notifications.
 pub const WATCH_XID: i32 = -1;
@@ -9,8 +17,48 @@ pub const AUTH_XID: i32 = -4;
 /// Reserved xid the Java client uses for setWatches on reconnect.
 pub const SET_WATCHES_XID: i32 = -8;
 
-macro_rules! opcodes {
-    ($( $(#[$doc:meta])* $name:ident = $val:literal => $wire_name:literal ),* $(,)?) => {
+/// How the server runs an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Changes the tree: proposed, logged, applied; takes a zxid.
+    Write,
+    /// A check (version, not-exists, stat): a write in ZooKeeper, answered like a read by a
+    /// standalone Keeper (`Rules::standalone_check_is_read`).
+    Check,
+    /// Answered from the committed tree.
+    Read,
+    /// About the connection or session, answered by the engine (ping, auth, watches).
+    Local,
+    /// Never sent by clients (notifications, internal txns).
+    Internal,
+}
+
+/// Which servers know an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Servers {
+    Both,
+    /// Apache ZooKeeper only (whoAmI, getEphemerals, getAllChildrenNumber).
+    ZooKeeper,
+    /// ClickHouse Keeper only (500..507).
+    Keeper,
+    /// Neither accepts it from a client.
+    Neither,
+}
+
+/// The body a successful write answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reply {
+    Empty,
+    /// The created path (create, createIfNotExists).
+    Path,
+    /// The created path and its stat (create2, createContainer, createTTL).
+    PathStat,
+    /// The node's new stat (setData, setACL).
+    Stat,
+}
+
+macro_rules! ops {
+    ($( $(#[$doc:meta])* $name:ident = $val:literal, $wire_name:literal, $class:ident, $servers:ident, $reply:ident; )*) => {
         /// An operation code as carried in `RequestHeader.type`.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(i32)]
@@ -31,6 +79,21 @@ macro_rules! opcodes {
             pub fn from_name(name: &str) -> Option<OpCode> {
                 match name { $($wire_name => Some(OpCode::$name),)* _ => None }
             }
+
+            /// How the server runs it.
+            pub fn class(self) -> Class {
+                match self { $(OpCode::$name => Class::$class,)* }
+            }
+
+            /// Which servers accept it from a client.
+            pub fn servers(self) -> Servers {
+                match self { $(OpCode::$name => Servers::$servers,)* }
+            }
+
+            /// The body of a successful write's reply.
+            pub fn reply(self) -> Reply {
+                match self { $(OpCode::$name => Reply::$reply,)* }
+            }
         }
 
         impl TryFrom<i32> for OpCode {
@@ -42,84 +105,65 @@ macro_rules! opcodes {
     };
 }
 
-opcodes! {
+ops! {
+    // name = code, wire name, class, servers, reply;
     /// A watch notification (server to client only).
-    Notification = 0 => "notification",
-    Create = 1 => "create",
-    Delete = 2 => "delete",
-    Exists = 3 => "exists",
-    GetData = 4 => "getData",
-    SetData = 5 => "setData",
-    GetAcl = 6 => "getACL",
-    SetAcl = 7 => "setACL",
-    GetChildren = 8 => "getChildren",
-    Sync = 9 => "sync",
-    Ping = 11 => "ping",
-    GetChildren2 = 12 => "getChildren2",
-    Check = 13 => "check",
-    Multi = 14 => "multi",
-    Create2 = 15 => "create2",
-    Reconfig = 16 => "reconfig",
-    CheckWatches = 17 => "checkWatches",
-    RemoveWatches = 18 => "removeWatches",
-    CreateContainer = 19 => "createContainer",
+    Notification = 0, "notification", Internal, Neither, Empty;
+    Create = 1, "create", Write, Both, Path;
+    Delete = 2, "delete", Write, Both, Empty;
+    Exists = 3, "exists", Read, Both, Empty;
+    GetData = 4, "getData", Read, Both, Empty;
+    SetData = 5, "setData", Write, Both, Stat;
+    GetAcl = 6, "getACL", Read, Both, Empty;
+    SetAcl = 7, "setACL", Write, Both, Stat;
+    GetChildren = 8, "getChildren", Read, Both, Empty;
+    Sync = 9, "sync", Read, Both, Empty;
+    Ping = 11, "ping", Local, Both, Empty;
+    GetChildren2 = 12, "getChildren2", Read, Both, Empty;
+    Check = 13, "check", Check, Both, Empty;
+    Multi = 14, "multi", Write, Both, Empty;
+    Create2 = 15, "create2", Write, Both, PathStat;
+    Reconfig = 16, "reconfig", Local, Both, Empty;
+    CheckWatches = 17, "checkWatches", Local, Both, Empty;
+    RemoveWatches = 18, "removeWatches", Local, Both, Empty;
+    CreateContainer = 19, "createContainer", Write, Both, PathStat;
     /// Internal: the container reaper's delete. Never accepted from clients.
-    DeleteContainer = 20 => "deleteContainer",
-    CreateTtl = 21 => "createTTL",
-    MultiRead = 22 => "multiRead",
-    Auth = 100 => "auth",
-    SetWatches = 101 => "setWatches",
-    Sasl = 102 => "sasl",
-    GetEphemerals = 103 => "getEphemerals",
-    GetAllChildrenNumber = 104 => "getAllChildrenNumber",
-    SetWatches2 = 105 => "setWatches2",
-    AddWatch = 106 => "addWatch",
-    WhoAmI = 107 => "whoAmI",
+    DeleteContainer = 20, "deleteContainer", Internal, Neither, Empty;
+    CreateTtl = 21, "createTTL", Write, Both, PathStat;
+    MultiRead = 22, "multiRead", Read, Both, Empty;
+    Auth = 100, "auth", Local, Both, Empty;
+    SetWatches = 101, "setWatches", Local, Both, Empty;
+    Sasl = 102, "sasl", Internal, Neither, Empty;
+    GetEphemerals = 103, "getEphemerals", Read, ZooKeeper, Empty;
+    GetAllChildrenNumber = 104, "getAllChildrenNumber", Read, ZooKeeper, Empty;
+    SetWatches2 = 105, "setWatches2", Local, Both, Empty;
+    AddWatch = 106, "addWatch", Local, Both, Empty;
+    WhoAmI = 107, "whoAmI", Read, ZooKeeper, Empty;
     /// ClickHouse Keeper: getChildren2 with a persistent/ephemeral filter.
-    FilteredList = 500 => "filteredList",
+    FilteredList = 500, "filteredList", Read, Keeper, Empty;
     /// ClickHouse Keeper: check that a node does not exist.
-    CheckNotExists = 501 => "checkNotExists",
+    CheckNotExists = 501, "checkNotExists", Check, Keeper, Empty;
     /// ClickHouse Keeper: create that succeeds when the node already exists.
-    CreateIfNotExists = 502 => "createIfNotExists",
+    CreateIfNotExists = 502, "createIfNotExists", Write, Keeper, Path;
     /// ClickHouse Keeper: delete a subtree, bounded by a node limit.
-    RemoveRecursive = 503 => "removeRecursive",
+    RemoveRecursive = 503, "removeRecursive", Write, Keeper, Empty;
     /// ClickHouse Keeper: check selected stat fields.
-    CheckStat = 504 => "checkStat",
+    CheckStat = 504, "checkStat", Check, Keeper, Empty;
     /// ClickHouse Keeper: delete that succeeds when the node is absent.
-    TryRemove = 505 => "tryRemove",
+    TryRemove = 505, "tryRemove", Write, Keeper, Empty;
     /// ClickHouse Keeper: filtered list returning each child's stat and data.
-    FilteredListWithStatsAndData = 506 => "filteredListWithStatsAndData",
+    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", Read, Keeper, Empty;
     /// ClickHouse Keeper: list a whole subtree.
-    ListRecursive = 507 => "listRecursive",
-    CloseSession = -11 => "closeSession",
-    CreateSession = -10 => "createSession",
-    Error = -1 => "error",
+    ListRecursive = 507, "listRecursive", Read, Keeper, Empty;
+    CloseSession = -11, "closeSession", Write, Both, Empty;
+    CreateSession = -10, "createSession", Internal, Neither, Empty;
+    Error = -1, "error", Internal, Neither, Empty;
 }
 
 impl OpCode {
-    /// Whether the op changes the tree (and so goes through prepare/apply and consumes a zxid).
+    /// Whether the op can change the tree (a write, or a check, which is one in ZooKeeper).
     pub fn is_write(self) -> bool {
-        matches!(
-            self,
-            OpCode::Create
-                | OpCode::Delete
-                | OpCode::SetData
-                | OpCode::SetAcl
-                | OpCode::Check
-                | OpCode::Multi
-                | OpCode::Create2
-                | OpCode::CreateContainer
-                | OpCode::DeleteContainer
-                | OpCode::CreateTtl
-                | OpCode::Reconfig
-                | OpCode::CheckNotExists
-                | OpCode::CreateIfNotExists
-                | OpCode::RemoveRecursive
-                | OpCode::CheckStat
-                | OpCode::TryRemove
-                | OpCode::CloseSession
-                | OpCode::CreateSession
-        )
+        matches!(self.class(), Class::Write | Class::Check)
     }
 }
 
@@ -136,5 +180,17 @@ mod tests {
         assert_eq!(OpCode::try_from(10), Err(10));
         assert_eq!(OpCode::MultiRead as i32, 22);
         assert_eq!(OpCode::ListRecursive as i32, 507);
+    }
+
+    #[test]
+    fn the_table_agrees_with_itself() {
+        for &op in OpCode::ALL {
+            // Keeper's own ops are its 500 range, and only they.
+            assert_eq!(op.servers() == Servers::Keeper, (op as i32) >= 500, "{op:?}");
+            // Only writes answer with a body of their own.
+            assert!(op.reply() == Reply::Empty || op.class() == Class::Write, "{op:?}");
+            // What no client may send is in no server's list.
+            assert_eq!(op.class() == Class::Internal, op.servers() == Servers::Neither, "{op:?}");
+        }
     }
 }

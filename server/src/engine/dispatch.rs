@@ -10,6 +10,7 @@ use testkeeper_core::pending::View;
 use testkeeper_core::prepare::{decide, Ctx};
 use testkeeper_core::propose::Decide;
 use testkeeper_core::watches::WatchKind;
+use testkeeper_wire::opcode::Class;
 use testkeeper_wire::records::header::event_type;
 use testkeeper_wire::records::watches::{add_watch_mode, SetWatches2};
 use testkeeper_wire::{OpCode, Request, Response, ZkError};
@@ -29,19 +30,14 @@ pub enum Flow {
     Close,
 }
 
-/// Whether `req` goes through the log (and consumes a zxid) rather than being answered locally.
+/// Whether `req` goes through the log (and consumes a zxid) rather than being answered
+/// locally: its class in the per-op table (`testkeeper_wire::opcode`), and for a check, the
+/// flavor.
 pub(crate) fn is_write(req: &Request, rules: &Rules) -> bool {
-    match req {
-        Request::Create(_)
-        | Request::Delete(_)
-        | Request::TryRemove(_)
-        | Request::RemoveRecursive(_)
-        | Request::SetData(_)
-        | Request::SetAcl(_)
-        | Request::Multi(_)
-        | Request::Close => true,
-        Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) => !rules.standalone_check_is_read,
-        _ => false,
+    match req.op().class() {
+        Class::Write => true,
+        Class::Check => !rules.standalone_check_is_read,
+        Class::Read | Class::Local | Class::Internal => false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! From an applied outcome to the wire reply, and which watches a read leaves behind.
 
+use testkeeper_wire::opcode::Reply;
 use testkeeper_wire::{MultiResult, OpCode, Request, Response, ZkError};
 
 use crate::core::apply::{OpResult, Outcome};
@@ -67,15 +68,14 @@ fn multi_result_op(op: OpCode) -> OpCode {
     }
 }
 
+/// The body the op's line in the per-op table (`testkeeper_wire::opcode`) says it answers.
 fn body(op: OpCode, result: &OpResult) -> Response {
-    match (op, result) {
-        (OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl, OpResult::Created { path, stat }) => {
+    match (op.reply(), result) {
+        (Reply::PathStat, OpResult::Created { path, stat }) => {
             Response::Create2 { path: path.clone(), stat: stat.clone() }
         }
-        (OpCode::Create | OpCode::CreateIfNotExists, OpResult::Created { path, .. } | OpResult::Nothing { path }) => {
-            Response::Create(path.clone())
-        }
-        (_, OpResult::Set(stat)) => Response::Stat(stat.clone()),
+        (Reply::Path, OpResult::Created { path, .. } | OpResult::Nothing { path }) => Response::Create(path.clone()),
+        (Reply::Stat, OpResult::Set(stat)) => Response::Stat(stat.clone()),
         _ => Response::Empty,
     }
 }
