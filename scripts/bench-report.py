@@ -7,7 +7,8 @@ repo's binary, and Debian's ZooKeeper 3.8 with forceSync=no, each on a free loop
 and rounds alternate between them so a noisy machine hurts both alike.
 
 Usage:
-    scripts/bench-report.py [--quick] [--znodes N] [--no-profile] [--no-kazoo] [--no-java] [--render-only]
+    scripts/bench-report.py [--quick] [--znodes N] [--no-profile] [--no-kazoo] [--no-java] [--no-watch-load]
+                            [--render-only]
 
 --quick runs fewer ops and rounds (a smoke run, ~2 minutes); the committed report is the
 default run. --render-only rewrites the doc from the last run's files (after editing
@@ -165,6 +166,39 @@ def digest_overhead(ops, rounds):
                      "--ops", ops, "--rounds", rounds, "--mix", WRITE_MIX)
     finally:
         off.stop()
+
+
+WATCH_WORKLOADS = [("fire", "firing N watches (N nodes watched by one session, set by another in multis of 1000; "
+                   "first multi to N-th event)"),
+                   ("expire", "a session holding N watched ephemerals closing (its close to the watcher's N-th "
+                    "NodeDeleted)"),
+                   ("set_watches", "one setWatches of N paths (send to reply)")]
+
+
+def watch_load(n, rounds):
+    """The three watch workloads of `testkeeper bench --watch-load` on a spawned pair."""
+    return bench("watch-load", "--spawn-testkeeper", "--spawn-zookeeper", "--watch-load", n, "--rounds", rounds)
+
+
+def watch_section(w):
+    """Lines of the doc's section on the watch workloads (or why there is none)."""
+    L = ["## Watch workloads\n"]
+    if not w:
+        return L + ["Not measured in this run (`--no-watch-load`).\n"]
+    r = w["watch_load"]
+    tk, zk = (next(t for t in r["targets"] if t["label"] == k) for k in ("testkeeper", "zookeeper"))
+    L.append(f"`testkeeper bench --watch-load {r['watches']}` (`cli/src/bench/watch_load.rs`) on a spawned "
+             f"testkeeper (keeper flavor) and ZooKeeper, {r['rounds']} round(s) each, alternating; ratios are "
+             "medians of per-round ratios (testkeeper / ZooKeeper, lower is better). The target (issue 16): no "
+             "more than a small multiple of ZooKeeper's time. Before the watch table kept its counts as it "
+             "changed, each of these rescanned every watch per change: quadratic, tens of seconds to minutes.\n")
+    L.append("| workload (N = %d) | testkeeper ms | ZooKeeper ms | ratio |" % r["watches"])
+    L.append("|---|---:|---:|---:|")
+    for key, what in WATCH_WORKLOADS:
+        L.append(f"| {what} | {tk[key + '_ms_median']:.0f} | {zk[key + '_ms_median']:.0f} | "
+                 f"**{fmt_ratio(r['vs'][key + '_ratio'])}** |")
+    L.append("\nRaw rounds: `target/bench-report/watch-load.json`.\n")
+    return L
 
 
 def profile(seconds):
@@ -408,7 +442,7 @@ def kazoo_section(kazoo):
     return L
 
 
-def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None):
+def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None):
     def vs(r):
         return r["summary"]["vs"]
 
@@ -476,6 +510,7 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None):
                  "(The JVM's RSS includes heap it has not given back; that is what a test machine pays.)\n")
     else:
         L.append("Not measured in this run (`--znodes 0`).\n")
+    L += watch_section(watch)
     L.append("## Digest overhead\n")
     d = digest["summary"]["vs"]
     L.append(f"Tree digest on (default) vs `--no-digest`, write-only mix `{WRITE_MIX}`, 8 sessions x 16 in flight: "
@@ -500,6 +535,7 @@ def main():
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--no-kazoo", action="store_true", help="skip timing kazoo's test suite against each server")
     ap.add_argument("--no-java", action="store_true", help="skip the Apache ZooKeeper Java client cross-check")
+    ap.add_argument("--no-watch-load", action="store_true", help="skip the watch workloads (fire, expire, setWatches)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the doc from the last run's JSON")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -511,7 +547,7 @@ def main():
         prof = open(os.path.join(OUT, "profile.txt")).read()
         optional = lambda name: load(name) if os.path.exists(os.path.join(OUT, name + ".json")) else None  # noqa: E731
         write_doc(runs, load("digest-on-vs-off"), mem, prof, args, optional("kazoo-walltime"),
-                  optional("java-crosscheck"))
+                  optional("java-crosscheck"), optional("watch-load"))
         return
     sh(["cargo", "build", "--release", "-q", "-p", "testkeeper"], cwd=ROOT)
     ops, rounds = (4000, 3) if args.quick else (20000, 5)
@@ -526,16 +562,17 @@ def main():
         mem = bench("memory", "--spawn-testkeeper", "--spawn-zookeeper", "--ops", 1000, "--rounds", 1,
                     "--znodes", n)
     # A skipped check drops the last run's file, so --render-only shows what this run measured.
-    for name in ("java-crosscheck.json", "kazoo-walltime.json"):
+    for name in ("java-crosscheck.json", "kazoo-walltime.json", "watch-load.json"):
         if os.path.exists(os.path.join(OUT, name)):
             os.remove(os.path.join(OUT, name))
+    watch = None if args.no_watch_load else watch_load(20_000 if args.quick else 100_000, 1 if args.quick else 3)
     java = None if args.no_java else java_crosscheck(max(ops, 20000), 3)
     # One round: the suite takes minutes per server and its time is mostly fixed sleeps.
     kazoo = None if args.no_kazoo else kazoo_walltime(1)
     prof = "not taken (--no-profile)" if args.no_profile else profile(6)
     with open(os.path.join(OUT, "profile.txt"), "w") as f:
         f.write(prof)
-    write_doc(runs, digest, mem, prof, args, kazoo, java)
+    write_doc(runs, digest, mem, prof, args, kazoo, java, watch)
 
 
 if __name__ == "__main__":

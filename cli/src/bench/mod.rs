@@ -13,6 +13,7 @@
 //! - `spawn`: starting this binary's `serve` or Debian's ZooKeeper, timing `imok`, VmRSS.
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
 //! - `report`: the summary (medians, ratios) and the embedded start time.
+//! - `watch_load`: `--watch-load`, the three watch workloads (fire, expire, setWatches).
 
 mod load;
 mod mix;
@@ -20,6 +21,7 @@ mod plot;
 mod report;
 mod spawn;
 mod stats;
+mod watch_load;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -78,6 +80,11 @@ pub struct BenchArgs {
     /// and report VmRSS before and after.
     #[arg(long, default_value_t = 0)]
     pub znodes: u64,
+    /// Instead of the op mix, time three watch workloads of this many watches on each target:
+    /// firing them, closing a session that holds that many watched ephemerals, and one
+    /// setWatches of that many paths (at most 100000; --rounds of them, at most 8).
+    #[arg(long, default_value_t = 0)]
+    pub watch_load: usize,
     /// Seed of every random choice (keys, values, prefixes); printed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -128,6 +135,15 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         println!("  {} at {}{start}", t.label, t.addr);
     }
 
+    if args.watch_load > 0 {
+        let watch = watch_load::rounds(&targets, args.watch_load, args.rounds).await?;
+        let out = json!({
+            "config": { "watch_load": args.watch_load, "rounds": args.rounds, "seed": seed },
+            "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),
+            "watch_load": watch,
+        });
+        return write_json(args.json.as_ref(), &out);
+    }
     let warm = LoadConfig { ops: args.warmup.unwrap_or(cfg.ops / 4), ..cfg.clone() };
     if warm.ops > 0 {
         for t in &targets {
@@ -181,8 +197,12 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         "memory": memory,
         "embedded_start": embedded,
     });
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+    write_json(args.json.as_ref(), &out)
+}
+
+fn write_json(path: Option<&PathBuf>, out: &Value) -> Result<(), String> {
+    if let Some(path) = path {
+        let text = serde_json::to_string_pretty(out).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     Ok(())
