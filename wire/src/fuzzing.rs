@@ -1,12 +1,16 @@
-//! The body of the `frame_decode` fuzz target, kept here as a plain function so the same code
-//! runs under `cargo fuzz` on nightly and under proptest on stable (see the tests below).
+//! The bodies of the fuzz targets, kept here as plain functions so the same code runs under
+//! `cargo fuzz` on nightly and under proptest on stable (see the tests below):
 //!
-//! It feeds arbitrary bytes through the framing and every decoder a server or client applies to
-//! a frame, and asserts two things: nothing panics, and whatever decodes re-encodes to bytes
-//! that decode to the same value (and re-encode to the same bytes again).
+//! - `frame_decode` ([`check_frames`]) feeds arbitrary bytes through the framing and every
+//!   decoder a server or client applies to a frame;
+//! - `request_body` ([`check_request_bodies`]) feeds arbitrary bytes to `Request::decode_body`
+//!   as the body of every opcode, known or not, as the server does after the request header.
+//!
+//! Both assert two things: nothing panics, and whatever decodes re-encodes to bytes that decode
+//! to the same value (and re-encode to the same bytes again). docs/fuzzing.md has the runs.
 //!
 //! # Layout
-//! - this file: [`check_frames`] and its per-frame checks, plus the proptests.
+//! - this file: [`check_frames`], [`check_request_bodies`] and their checks, plus the proptests.
 //! - `seeds`: one valid frame of every request and reply shape, to mutate and to seed a corpus.
 
 #[doc(hidden)]
@@ -58,6 +62,27 @@ pub fn check_frame_body(body: &[u8]) {
     // Handshake frames have no header at all.
     check_record::<ConnectRequest>(body);
     check_record::<ConnectResponse>(body);
+}
+
+/// Opcodes no server knows, tried after every real one: an unknown op must be an error, never
+/// a panic or a decoded request.
+const UNKNOWN_OPS: [i32; 6] = [-2, 10, 23, 499, 508, i32::MIN];
+
+/// Decodes `body` as the request body of every opcode (and of a few unknown ones), checking
+/// every request that decodes.
+///
+/// # Panics
+/// When a decoder panics, an unknown opcode decodes, or a decoded request does not survive
+/// re-encoding: all are bugs.
+pub fn check_request_bodies(body: &[u8]) {
+    for &op in OpCode::ALL {
+        if let Ok(req) = Request::decode_body(op as i32, body) {
+            check_request(&req);
+        }
+    }
+    for op in UNKNOWN_OPS {
+        assert!(Request::decode_body(op, body).is_err(), "unknown opcode {op} decoded");
+    }
 }
 
 fn check_responses(body: &[u8]) {
@@ -148,6 +173,24 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
         #[test]
+        fn random_request_bodies_never_panic(body in proptest::collection::vec(any::<u8>(), 0..300)) {
+            check_request_bodies(&body);
+        }
+
+        #[test]
+        fn mutated_request_bodies_never_panic(
+            pick in any::<usize>(),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..6), 1..6),
+        ) {
+            let seeds = seeds::request_bodies();
+            let mut body = seeds[pick % seeds.len()].clone();
+            for e in edits {
+                mutate(&mut body, e);
+            }
+            check_request_bodies(&body);
+        }
+
+        #[test]
         fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..600)) {
             check_frames(&data);
         }
@@ -183,15 +226,21 @@ mod tests {
         }
     }
 
-    /// Writes the seeds as a starting corpus for `cargo fuzz`:
-    /// `FUZZ_SEED_DIR=fuzz/corpus/frame_decode cargo test -p testkeeper-wire write_fuzz_seeds -- --ignored`.
+    /// Writes the seeds as starting corpora for `cargo fuzz`, one directory per target:
+    /// `FUZZ_SEED_DIR=fuzz/corpus cargo test -p testkeeper-wire write_fuzz_seeds -- --ignored`.
     #[test]
     #[ignore]
     fn write_fuzz_seeds() {
         let dir = std::env::var("FUZZ_SEED_DIR").expect("FUZZ_SEED_DIR");
-        std::fs::create_dir_all(&dir).expect("create seed dir");
-        for (i, body) in seeds::seed_bodies().iter().enumerate() {
-            std::fs::write(format!("{dir}/seed-{i:03}"), framed(body)).expect("write seed");
+        let corpora = [
+            ("frame_decode", seeds::seed_bodies().iter().map(|b| framed(b)).collect::<Vec<_>>()),
+            ("request_body", seeds::request_bodies()),
+        ];
+        for (target, seeds) in corpora {
+            std::fs::create_dir_all(format!("{dir}/{target}")).expect("create seed dir");
+            for (i, seed) in seeds.iter().enumerate() {
+                std::fs::write(format!("{dir}/{target}/seed-{i:03}"), seed).expect("write seed");
+            }
         }
     }
 }

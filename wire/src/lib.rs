@@ -13,6 +13,10 @@
 //! - `client` (feature): a small pipelined async client over the same records.
 //! - `fuzzing` (hidden): the decode-everything check behind `fuzz/` and its proptests.
 
+// No unsafe code: the decoders face untrusted bytes, and it is why the fuzz runs need no
+// memory sanitizer (docs/fuzzing.md).
+#![forbid(unsafe_code)]
+
 #[macro_use]
 pub mod records;
 pub mod error;

@@ -142,6 +142,18 @@ pub fn responses() -> Vec<(OpCode, Response)> {
 
 /// Frame bodies (without the length prefix): requests with headers, replies with headers,
 /// an error reply, a watch event, and the four handshake forms.
+/// The body (no header) of every seed request: the `request_body` target's corpus.
+pub fn request_bodies() -> Vec<Vec<u8>> {
+    requests()
+        .iter()
+        .map(|req| {
+            let mut b = BytesMut::new();
+            req.encode_body(&mut b);
+            b.to_vec()
+        })
+        .collect()
+}
+
 pub fn seed_bodies() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (xid, req) in (1..).zip(requests()) {
