@@ -23,6 +23,9 @@ use testkeeper_server::cluster::NodeId;
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct KeeperFile {
     pub server_id: Option<NodeId>,
+    /// Why `server_id` could not be read (an unset `from_env`, say): an error only when no
+    /// `--id` stands in for it, so one file with `from_env` serves every node.
+    pub server_id_error: Option<String>,
     pub tcp_port: Option<u16>,
     pub listen_host: Option<String>,
     pub http_port: Option<u16>,
@@ -70,7 +73,10 @@ pub fn parse(text: &str) -> Result<KeeperFile, String> {
     for el in ks.children().filter(Node::is_element) {
         let name = el.tag_name().name();
         match name {
-            "server_id" => f.server_id = Some(number(el, "keeper_server/server_id")?),
+            "server_id" => match number(el, "keeper_server/server_id") {
+                Ok(id) => f.server_id = Some(id),
+                Err(e) => f.server_id_error = Some(e),
+            },
             "tcp_port" => f.tcp_port = Some(number(el, "keeper_server/tcp_port")?),
             "digest_enabled" => f.digest_enabled = Some(boolean(el, "keeper_server/digest_enabled")?),
             "four_letter_word_allow_list" => f.four_letter_words = Some(value(el)?),
@@ -235,11 +241,17 @@ mod tests {
     }
 
     #[test]
-    fn the_compose_keeper_config_parses() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose/keeper_config.xml");
-        let f = load(&path).unwrap();
+    fn the_compose_keeper_configs_parse() {
+        let compose = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compose");
+        let f = load(&compose.join("keeper_config.xml")).unwrap();
         assert_eq!(f.server_id, Some(1));
         assert_eq!(f.peers.len(), 1);
+        // The cluster's file takes server_id from KEEPER_SERVER_ID, which tests do not set.
+        let f = load(&compose.join("keeper_cluster.xml")).unwrap();
+        assert_eq!(f.server_id, None);
+        assert!(f.server_id_error.as_deref().is_some_and(|e| e.contains("KEEPER_SERVER_ID")), "{f:?}");
+        assert_eq!(f.peers[&3], "keeper3:9234");
+        assert_eq!((f.digest_enabled, f.http_port), (Some(true), Some(9182)));
     }
 
     #[test]
@@ -266,10 +278,10 @@ mod tests {
                 "server 1 twice",
             ),
             (
-                "<clickhouse><keeper_server><server_id from_env=\"TESTKEEPER_UNSET_VAR\"/></keeper_server></clickhouse>",
+                "<clickhouse><keeper_server><tcp_port from_env=\"TESTKEEPER_UNSET_VAR\"/></keeper_server></clickhouse>",
                 "from_env=\"TESTKEEPER_UNSET_VAR\", which is not set",
             ),
-            ("<clickhouse><keeper_server><server_id incl=\"x\"/></keeper_server></clickhouse>", "incl='x'"),
+            ("<clickhouse><keeper_server><tcp_port incl=\"x\"/></keeper_server></clickhouse>", "incl='x'"),
             ("<clickhouse><keeper_server>", "not valid XML"),
         ] {
             let err = parse(xml).unwrap_err();

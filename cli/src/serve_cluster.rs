@@ -51,6 +51,10 @@ pub struct ClusterArgs {
     /// file); below --election-ticks.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ticks: Option<u64>,
+    /// Keeper's stale_log_gap: the leader's mntr counts a follower as synced while it is fewer
+    /// than N entries behind (default 10000, or the file's).
+    #[arg(long, value_name = "N")]
+    pub stale_log_gap: Option<u64>,
 }
 
 fn parse_peer_list(s: &str) -> Result<BTreeMap<NodeId, String>, String> {
@@ -81,6 +85,7 @@ impl ClusterArgs {
             || self.raft_tick_ms.is_some()
             || self.election_ticks.is_some()
             || self.heartbeat_ticks.is_some()
+            || self.stale_log_gap.is_some()
     }
 }
 
@@ -108,7 +113,11 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, String> {
         warn!(element = %el, "--cluster-config: {el} is not used by testkeeper");
     }
     let cfg = args.config_over(base_config(args, &file)?)?;
-    let id = c.id.or(file.server_id).ok_or("a cluster node needs --id (or server_id in --cluster-config)")?;
+    let id = match (c.id.or(file.server_id), &file.server_id_error) {
+        (Some(id), _) => id,
+        (None, Some(why)) => return Err(format!("--cluster-config: {why}; or give --id")),
+        (None, None) => return Err("a cluster node needs --id (or server_id in --cluster-config)".into()),
+    };
     let peers = match &c.peers {
         Some(p) => p.clone(),
         None if !file.peers.is_empty() => file.peers.clone(),
@@ -141,6 +150,7 @@ pub fn plan(args: &ServeArgs) -> Result<Plan, String> {
     }
     (cc.heartbeat_ticks, cc.election_ticks) = (heartbeat as usize, election as usize);
     cc.seed = ClusterConfig::node_seed(cfg.seed, id);
+    cc.stale_log_gap = c.stale_log_gap.or(file.stale_log_gap).unwrap_or(cc.stale_log_gap);
     let http = args.http.or(file.http_port.map(|p| SocketAddr::new(cfg.listen.ip(), p)));
     Ok(Plan { cfg, cc, raft_listen, http })
 }
@@ -323,7 +333,21 @@ mod tests {
         assert_eq!(p.http, Some("127.0.0.1:9600".parse().unwrap()));
         assert_eq!((p.cc.heartbeat_ticks, p.cc.election_ticks), (5, 25));
         assert_eq!(p.cfg.max_session_timeout_ms, 20000);
-        let p = plan_of(&["--cluster-config", f, "--id", "3", "--listen", "0", "--raft-tick-ms", "50"]).unwrap();
+        assert_eq!(p.cc.stale_log_gap, testkeeper_server::cluster::DEFAULT_STALE_LOG_GAP);
+        let p = plan_of(&[
+            "--cluster-config",
+            f,
+            "--id",
+            "3",
+            "--listen",
+            "0",
+            "--raft-tick-ms",
+            "50",
+            "--stale-log-gap",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(p.cc.stale_log_gap, 5);
         assert_eq!(p.cc.id, 3);
         assert!(p.raft_listen.ip().is_loopback() && p.raft_listen.port() == 7103);
         assert_eq!(p.cfg.listen, "127.0.0.1:0".parse().unwrap());

@@ -4,10 +4,13 @@
 //! # Layout
 //! - this file: the word lists, the allow-list check and the words that read counters.
 //! - `dumps`: `cons`, `stat`'s clients and the `wch*` watch dumps.
-//! - `cluster`: a cluster node's role.
+//! - `cluster`: a cluster node's role, followers, Raft log, leadership requests, and the
+//!   answer of a node that is not serving.
 
 mod cluster;
 mod dumps;
+
+pub use cluster::{readiness, request_leader, server_state, yield_leadership};
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -51,6 +54,9 @@ pub fn answer(shared: &Shared, word: &str, asker: Option<SocketAddr>) -> Option<
         };
     }
     let mut e = shared.engine();
+    if let Some(msg) = cluster::not_serving(&e, word) {
+        return Some(msg.into());
+    }
     Some(text(&mut e, word, asker))
 }
 
@@ -76,6 +82,7 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
         "cons" => dumps::cons(e, asker),
         "envi" => envi(keeper),
         "dirs" => dirs(e),
+        "isro" if cluster::not_serving(e, "mntr").is_some() && !keeper => "null".into(),
         "isro" => "rw".into(),
         "wchs" => dumps::wchs(e),
         "wchc" => dumps::wch(e, false),
@@ -88,8 +95,12 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
             Some(index) => index.to_string(),
             None => "Failed to schedule snapshot creation task.".into(),
         },
-        "rqld" => "Sent leadership request to leader.".into(),
-        "ydld" => "Sent yield leadership request to leader.".into(),
+        "rqld" if cluster::request_leader(e) => "Sent leadership request to leader.".into(),
+        "rqld" => "Failed to send leadership request to leader.".into(),
+        "ydld" => {
+            cluster::yield_leadership(e);
+            "Sent yield leadership request to leader.".into()
+        }
         "rclc" | "clrs" | "rcvr" => "ok".into(),
         "lgrq" => "disabled".into(),
         "pfev" => pfev(e),
@@ -134,60 +145,70 @@ fn mntr(e: &Engine) -> String {
     let (min, avg, max) = e.stats.latency_ms();
     let version = if keeper { KEEPER_VERSION } else { ZK_VERSION };
     let mut s = String::new();
-    let mut kv = |k: &str, v: &dyn std::fmt::Display| {
-        let _ = writeln!(s, "zk_{k}\t{v}");
-    };
-    kv("version", &version);
-    kv("avg_latency", &avg);
-    kv("max_latency", &max);
-    kv("min_latency", &min);
-    kv("packets_received", &e.stats.packets_received);
-    kv("packets_sent", &e.stats.packets_sent);
-    kv("num_alive_connections", &e.conns.len());
-    kv("outstanding_requests", &0);
-    kv("server_state", &cluster::server_state(e));
-    kv("znode_count", &e.state.tree().len());
-    kv("watch_count", &e.watches.count());
-    kv("ephemerals_count", &e.state.tree().ephemeral_count());
-    kv("approximate_data_size", &e.state.tree().approximate_data_size());
-    let (open, max) = file_descriptors();
-    kv("open_file_descriptor_count", &open);
-    kv("max_file_descriptor_count", &max);
+    kv(&mut s, "version", &version);
+    kv(&mut s, "avg_latency", &avg);
+    kv(&mut s, "max_latency", &max);
+    kv(&mut s, "min_latency", &min);
+    kv(&mut s, "packets_received", &e.stats.packets_received);
+    kv(&mut s, "packets_sent", &e.stats.packets_sent);
+    kv(&mut s, "num_alive_connections", &e.conns.len());
+    kv(&mut s, "outstanding_requests", &0);
+    kv(&mut s, "server_state", &cluster::server_state(e));
+    kv(&mut s, "znode_count", &e.state.tree().len());
+    kv(&mut s, "watch_count", &e.watches.count());
+    kv(&mut s, "ephemerals_count", &e.state.tree().ephemeral_count());
+    kv(&mut s, "approximate_data_size", &e.state.tree().approximate_data_size());
     if keeper {
-        kv("key_arena_size", &0);
-        kv("latest_snapshot_size", &e.log_info.last_snapshot_bytes);
+        kv(&mut s, "key_arena_size", &0);
+        kv(&mut s, "latest_snapshot_size", &e.log_info.last_snapshot_bytes);
     }
-    kv("nodes_digest", &e.state.tree().digest());
-    kv("digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
-    kv("zxid", &format_args!("0x{:x}", e.state.zxid()));
+    let (open, max) = file_descriptors();
+    kv(&mut s, "open_file_descriptor_count", &open);
+    kv(&mut s, "max_file_descriptor_count", &max);
+    cluster::mntr_lines(e, &mut s);
+    kv(&mut s, "nodes_digest", &e.state.tree().digest());
+    kv(&mut s, "digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
+    kv(&mut s, "zxid", &format_args!("0x{:x}", e.state.zxid()));
     // testkeeper's own: the log and snapshots, and ZooKeeper's fsync-time summary names.
     let l = &e.log_info;
-    kv("last_log_index", &l.last_index);
-    kv("last_snapshot_index", &l.last_snapshot_index);
-    kv("cnt_fsynctime", &l.syncs);
+    kv(&mut s, "last_log_index", &l.last_index);
+    kv(&mut s, "last_snapshot_index", &l.last_snapshot_index);
+    kv(&mut s, "cnt_fsynctime", &l.syncs);
     kv(
+        &mut s,
         "avg_fsynctime",
         &format_args!("{:.3}", if l.syncs == 0 { 0.0 } else { l.sync_us_total as f64 / l.syncs as f64 / 1000.0 }),
     );
-    kv("max_fsynctime", &format_args!("{:.3}", l.sync_us_max as f64 / 1000.0));
+    kv(&mut s, "max_fsynctime", &format_args!("{:.3}", l.sync_us_max as f64 / 1000.0));
     s
 }
 
+/// One `mntr` line.
+fn kv(s: &mut String, k: &str, v: &dyn std::fmt::Display) {
+    let _ = writeln!(s, "zk_{k}\t{v}");
+}
+
 /// `lgif`, as Keeper's `LogInfoCommand` prints it, first_log_term included: Keeper prints the
-/// first log *index* there (FourLetterCommand.cpp), and so do we. There is no log cache: its
-/// four lines are 0.
+/// first log *index* there (FourLetterCommand.cpp), and so do we. A cluster node reads its Raft
+/// log (the leader's commit as this node last heard it, the commit index it aims for); a
+/// standalone server its own log, where all three commit indexes are the applied one. There is
+/// no log cache: its four lines are 0.
 fn lgif(e: &Engine) -> String {
-    let l = &e.log_info;
     let applied = e.state.last_index();
+    let l = &e.log_info;
+    let (first, last, last_term, leader_commit, target, snapshot) = match e.raft_info() {
+        Some(i) => (i.first_index, i.last_index, i.last_term, i.leader_commit, i.commit, i.snapshot_index),
+        None => (l.first_index, l.last_index, l.last_term, applied, applied, l.last_snapshot_index),
+    };
     let rows: [(&str, u64); 12] = [
-        ("first_log_idx", l.first_index),
-        ("first_log_term", l.first_index),
-        ("last_log_idx", l.last_index),
-        ("last_log_term", l.last_term),
+        ("first_log_idx", first),
+        ("first_log_term", first),
+        ("last_log_idx", last),
+        ("last_log_term", last_term),
         ("last_committed_log_idx", applied),
-        ("leader_committed_log_idx", applied),
-        ("target_committed_log_idx", applied),
-        ("last_snapshot_idx", l.last_snapshot_index),
+        ("leader_committed_log_idx", leader_commit),
+        ("target_committed_log_idx", target),
+        ("last_snapshot_idx", snapshot),
         ("latest_logs_cache_entries", 0),
         ("latest_logs_cache_size", 0),
         ("commit_logs_cache_entries", 0),

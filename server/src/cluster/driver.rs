@@ -18,6 +18,7 @@ use testkeeper_core::propose::{Proposal, Proposer};
 use testkeeper_wire::ZkError;
 use tracing::{error, info, warn};
 
+use super::info::{FollowerInfo, RaftInfo};
 use super::message::Msg;
 use super::net::Transport;
 use super::store::{from_raft, to_raft, RaftStore, SnapRef};
@@ -52,6 +53,10 @@ pub struct Driver {
     syncs: VecDeque<u64>,
     /// Set by the harness: the driver does nothing (a paused process) until it is cleared.
     paused: Arc<AtomicBool>,
+    /// The highest commit index the leader has sent this node (lgif's leader_committed_log_idx).
+    leader_commit: u64,
+    /// Keeper's `stale_log_gap`, for the synced-follower count.
+    stale_log_gap: u64,
 }
 
 /// A running driver: its input channel and thread.
@@ -127,6 +132,8 @@ pub fn spawn(
         in_flight: HashMap::new(),
         syncs: VecDeque::new(),
         paused: Arc::new(AtomicBool::new(false)),
+        leader_commit: 0,
+        stale_log_gap: cfg.stale_log_gap,
     };
     let paused = d.paused.clone();
     let thread = std::thread::Builder::new()
@@ -177,6 +184,7 @@ impl Driver {
             Input::Propose { origin, session, proposal } => self.proposal(origin, session, proposal),
             Input::Net { from, msg } => self.message(from, msg),
             Input::SyncRequest { id } => self.sync_request(id),
+            Input::TransferLeader { to } => self.transfer_leader(to),
             Input::Stop => {}
         }
     }
@@ -184,6 +192,10 @@ impl Driver {
     fn message(&mut self, from: NodeId, msg: Msg) {
         match msg {
             Msg::Raft(m) => {
+                use raft::eraftpb::MessageType::{MsgAppend, MsgHeartbeat};
+                if matches!(m.get_msg_type(), MsgAppend | MsgHeartbeat) && m.term >= self.node.raft.term {
+                    self.leader_commit = self.leader_commit.max(m.commit);
+                }
                 if let Err(e) = self.node.step(m) {
                     warn!(node = self.id, from, error = %e, "raft message refused");
                 }
@@ -299,8 +311,10 @@ impl Driver {
     /// pick up a snapshot the engine finished.
     fn on_tick(&mut self) {
         let Some(shared) = self.shared.upgrade() else { return };
+        let info = self.info();
         let (touched, snap) = {
             let mut e = shared.engine();
+            e.set_raft_info(info);
             (e.take_touched(), e.newest_snapshot())
         };
         if !touched.is_empty() && self.role != Role::Leader && self.leader != 0 {
@@ -327,6 +341,58 @@ impl Driver {
                 error!(node = self.id, error = %e, "compacting the raft log failed");
             }
         }
+    }
+
+    /// The log and, while leading, the followers' progress, for the engine to report.
+    fn info(&self) -> RaftInfo {
+        let r = &self.node.raft;
+        let leading = r.state == StateRole::Leader;
+        let followers = if leading {
+            (r.prs().iter())
+                .filter(|(id, _)| **id != self.id)
+                .map(|(id, p)| FollowerInfo {
+                    id: *id,
+                    matched: p.matched,
+                    active: p.recent_active,
+                    replicating: p.state == raft::ProgressState::Replicate,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        RaftInfo {
+            first_index: r.raft_log.first_index(),
+            last_index: r.raft_log.last_index(),
+            last_term: r.raft_log.last_term(),
+            commit: r.raft_log.committed,
+            leader_commit: if leading { r.raft_log.committed } else { self.leader_commit },
+            snapshot_index: self.node.store().snapshot_index(),
+            followers,
+            stale_log_gap: self.stale_log_gap,
+            members: self.peers.clone(),
+        }
+    }
+
+    /// `rqld`/`ydld`: to node `to` (raft-rs forwards a follower's request to the leader), or,
+    /// with `to == 0` on the leader, to the follower that has the most of the log (the lowest
+    /// id among equals), as NuRaft's yield picks the most up-to-date successor.
+    fn transfer_leader(&mut self, to: NodeId) {
+        let to = if to != 0 {
+            to
+        } else if self.role == Role::Leader {
+            let best = (self.node.raft.prs().iter())
+                .filter(|(id, _)| **id != self.id)
+                .max_by_key(|(id, p)| (p.matched, std::cmp::Reverse(**id)))
+                .map(|(id, _)| *id);
+            match best {
+                Some(b) => b,
+                None => return,
+            }
+        } else {
+            return;
+        };
+        info!(node = self.id, to, leader = self.leader, "leadership transfer requested");
+        self.node.transfer_leader(to);
     }
 
     /// Handles one `Ready`, if there is one. Returns false once the node has stopped.
@@ -374,7 +440,16 @@ impl Driver {
             return false;
         }
         self.node.advance_apply();
+        // What changed is visible at once (mntr, lgif, /metrics), not only at the next tick.
+        self.publish();
         true
+    }
+
+    fn publish(&self) {
+        let info = self.info();
+        if let Some(s) = self.shared.upgrade() {
+            s.engine().set_raft_info(info);
+        }
     }
 
     fn send(&self, msgs: Vec<Message>) {
@@ -490,7 +565,6 @@ impl Driver {
         if let Some(s) = self.shared.upgrade() {
             s.engine().stop_serving(why);
         }
-        let _ = &self.peers;
         false
     }
 }

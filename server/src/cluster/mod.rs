@@ -17,12 +17,14 @@
 //! - `driver`: the one thread that owns `RawNode`, handles `Ready` in raft-rs's order, and
 //!   proposes as the leader.
 //! - `replica`: the engine's side: roles, forwarded failures, sync, touches, fail-stop.
+//! - `info`: the Raft log and followers as the driver publishes them (`mntr`, `lgif`, `/ready`).
 //! - `node`: one node assembled (engine, storage, driver, client listener).
 //! - `embed`: [`embed::TestKeeperCluster`], n nodes in one process over the in-memory network.
 //! - `logger`: raft-rs's slog output, forwarded to tracing.
 
 mod driver;
 pub mod embed;
+mod info;
 mod logger;
 pub mod message;
 pub mod net;
@@ -36,6 +38,7 @@ use std::sync::mpsc::Sender;
 use testkeeper_core::propose::Proposal;
 
 pub use driver::{spawn, Driver, DriverHandle};
+pub use info::{FollowerInfo, RaftInfo, DEFAULT_STALE_LOG_GAP};
 pub use message::Msg;
 pub use replica::NodeStatus;
 pub(crate) use replica::Replica;
@@ -59,12 +62,23 @@ pub struct ClusterConfig {
     pub heartbeat_ticks: usize,
     /// Seed of this node's election timeout.
     pub seed: u64,
+    /// Keeper's `stale_log_gap`: a follower at least this many entries behind the leader's
+    /// last index is not counted in keeper flavor's `zk_synced_followers`.
+    pub stale_log_gap: u64,
 }
 
 impl ClusterConfig {
     /// Fast defaults for tests: 20 ms ticks, elections after 10-11 ticks, heartbeats every 2.
     pub fn new(id: NodeId, peers: BTreeMap<NodeId, String>) -> ClusterConfig {
-        ClusterConfig { id, peers, tick_ms: 20, election_ticks: 10, heartbeat_ticks: 2, seed: 0 }
+        ClusterConfig {
+            id,
+            peers,
+            tick_ms: 20,
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            seed: 0,
+            stale_log_gap: DEFAULT_STALE_LOG_GAP,
+        }
     }
 
     /// Node `id`'s own seed in a run seeded `run_seed`: distinct per node, so nodes started
@@ -102,6 +116,9 @@ pub enum Input {
     Net { from: NodeId, msg: Msg },
     /// Ask the leader how far it has proposed (a zookeeper-flavor sync); `id` comes back.
     SyncRequest { id: u64 },
+    /// Move the leadership to node `to` (`rqld` asks for this node; a follower forwards it to
+    /// the leader), or with `to == 0`, as the leader, to its most up-to-date follower (`ydld`).
+    TransferLeader { to: NodeId },
     /// Stop the driver (shutdown, a kill, or a fail-stop).
     Stop,
 }
@@ -122,6 +139,11 @@ impl Link {
     /// Asks the driver to learn the leader's last index for a sync.
     pub fn sync(&self, id: u64) {
         let _ = self.tx.send(Input::SyncRequest { id });
+    }
+
+    /// Asks the driver to move the leadership to node `to` (0: the leader picks).
+    pub fn transfer_leader(&self, to: NodeId) {
+        let _ = self.tx.send(Input::TransferLeader { to });
     }
 }
 

@@ -57,6 +57,8 @@ pub(crate) struct Replica {
     pub corrupt_next: bool,
     /// A snapshot this node finished, for the driver to offer followers and compact under.
     pub snapshot: Option<(SnapRef, u64)>,
+    /// The Raft log and followers as the driver last published them.
+    pub raft: super::RaftInfo,
 }
 
 impl Replica {
@@ -72,6 +74,7 @@ impl Replica {
             invalid_digest_next: false,
             corrupt_next: false,
             snapshot: None,
+            raft: super::RaftInfo::default(),
         }
     }
 }

@@ -12,9 +12,14 @@ use serde_json::json;
 use crate::engine::Shared;
 use crate::fourlw;
 
-/// `GET /ready`: a standalone server always has its leader (itself).
-pub async fn ready() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok", "details": {"role": "standalone", "hasLeader": true}}))
+/// `GET /ready`, Keeper's readiness answer: ok (200) for a leader, a follower that knows its
+/// leader, or a standalone server (its own leader); fail (503) otherwise
+/// (`KeeperReadinessHandler.cpp`).
+pub async fn ready(State(shared): State<Arc<Shared>>) -> Response {
+    let (role, has_leader, ok) = fourlw::readiness(&shared.engine());
+    let body = json!({"details": {"role": role, "hasLeader": has_leader}, "status": if ok { "ok" } else { "fail" }});
+    let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(body)).into_response()
 }
 
 /// `GET /api/v1/commands/{word}`: the four-letter word's answer, the same text the TCP port

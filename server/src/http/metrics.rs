@@ -108,6 +108,7 @@ pub fn registry(e: &Engine) -> Registry {
     taps.inc_by(e.faults.taps());
     r.register("fault_taps", "Firings of rules that change nothing (delay:ms=0), which only log", taps);
     r.register("fault_rules", "Fault rules installed", gauge(e.faults.rules().len()));
+    super::cluster::register_metrics(e, &mut r);
     r
 }
 

@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `GET /ready` | `{"status":"ok","details":{"role":"standalone","hasLeader":true}}` |
+//! | `GET /ready` | `{"details":{"hasLeader":true,"role":"standalone"},"status":"ok"}`; 503 and `"fail"` for a cluster node without a leader |
 //! | `GET /api/v1/commands/{word}` | the four-letter word's answer, as text |
 //! | `GET /metrics` | Prometheus text exposition (format 0.0.4) |
 //! | `POST /api/v1/faults` | body = one rule, text or JSON; `{"id":N,"rule":..}`, or 400 with the parse error |
@@ -15,7 +15,9 @@
 //! | `GET /api/v1/connections` | `{"connections":[...]}`: the open client connections |
 //! | `DELETE /api/v1/connections/{id}` | closes the connection (its session lives on); 204, or 404 |
 //! | `POST /api/v1/reset` | an empty tree, no sessions, no fault rules; `{"reset":true,...}` |
-//! | `GET /api/v1/cluster` | a cluster node's id, role, leader, term, applied index; 404 standalone |
+//! | `GET /api/v1/cluster` | a cluster node's id, role, leader, term, Raft indexes, followers; 404 standalone |
+//! | `POST /api/v1/cluster/transfer-leadership` | `{"to":N}` (default this node): as `rqld`, for any node |
+//! | `POST /api/v1/cluster/yield-leadership` | as `ydld` |
 //! | `POST /api/v1/cluster/faults/{kind}` | arms `invalid-digest-next` or `corrupt-next-apply` on this node |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
@@ -30,7 +32,7 @@
 //! - `faults`: the fault API.
 //! - `sessions`: sessions, connections and reset.
 //! - `metrics`: `/metrics`.
-//! - `cluster`: a cluster node's status and divergence faults.
+//! - `cluster`: a cluster node's status, leadership moves, divergence faults and gauges.
 
 pub mod client;
 mod cluster;
@@ -73,6 +75,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/connections/{id}", delete(sessions::drop_connection))
         .route("/api/v1/reset", post(sessions::reset))
         .route("/api/v1/cluster", get(cluster::status))
+        .route("/api/v1/cluster/transfer-leadership", post(cluster::transfer))
+        .route("/api/v1/cluster/yield-leadership", post(cluster::yield_leadership))
         .route("/api/v1/cluster/faults/{kind}", post(cluster::arm_fault))
         .with_state(shared)
         // Last, so it wraps every route above (add new routes above this line) and the
