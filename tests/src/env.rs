@@ -154,6 +154,20 @@ pub fn cli_mt_installed() -> bool {
     Path::new(CLI_MT).is_file()
 }
 
+/// Why a Docker engine cannot be used here, or `None` when a daemon answers `docker info`.
+/// CI machines here have no daemon, and that is not something CI can install: tests that need
+/// one skip with this reason, also under `TESTKEEPER_REQUIRE_EXTERNAL=1`.
+pub fn docker_unavailable() -> Option<String> {
+    match Command::new("docker").args(["info", "--format", "{{.ServerVersion}}"]).stdin(Stdio::null()).output() {
+        Err(e) => Some(format!("`docker info` could not run: {e}")),
+        Ok(o) if !o.status.success() => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            Some(format!("`docker info` failed: {}", err.lines().last().unwrap_or("no output").trim()))
+        }
+        Ok(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

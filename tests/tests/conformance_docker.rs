@@ -11,28 +11,17 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use testcontainers::core::{IntoContainerPort, Mount};
 use testcontainers::runners::SyncRunner;
 use testcontainers::{GenericImage, ImageExt};
+use testkeeper_tests::env::docker_unavailable;
 use testkeeper_tests::{repo_root, testkeeper_bin, TestkeeperProcess};
 
 /// The image and tag pinned in compose/docker-compose.yml.
 const KEEPER_IMAGE: (&str, &str) = ("clickhouse/clickhouse-keeper", "25.8");
-
-/// Why Docker cannot be used, or `None` when a daemon answers.
-fn docker_unavailable() -> Option<String> {
-    match Command::new("docker").args(["info", "--format", "{{.ServerVersion}}"]).stdin(Stdio::null()).output() {
-        Err(e) => Some(format!("`docker info` could not run: {e}")),
-        Ok(o) if !o.status.success() => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            Some(format!("`docker info` failed: {}", err.lines().last().unwrap_or("no output").trim()))
-        }
-        Ok(_) => None,
-    }
-}
 
 /// Waits until `ruok` answers `imok` (Keeper accepts connections before raft is up).
 fn wait_ready(addr: SocketAddr, limit: Duration) -> bool {
