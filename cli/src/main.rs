@@ -2,6 +2,7 @@
 
 mod addr;
 mod bench;
+mod cluster_embedded;
 mod conform;
 mod digest;
 mod faults;
@@ -57,6 +58,9 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// A running server's faults, sessions and connections, through its admin endpoint.
     Faults(faults::FaultsArgs),
+    /// For tests in other languages: an embedded cluster driven on stdin (docs/cluster.md).
+    #[command(hide = true)]
+    ClusterEmbedded(cluster_embedded::ClusterEmbeddedArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,7 +79,10 @@ fn main() -> ExitCode {
         eprintln!("testkeeper: fatal: stopping the process after a panic");
         std::process::abort();
     }));
-    logging::init(&cli.log_format, matches!(cli.command, Command::Serve(_) | Command::Proxy(_)));
+    logging::init(
+        &cli.log_format,
+        matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
+    );
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -96,6 +103,7 @@ fn main() -> ExitCode {
             Command::Conform(args) => conform::run(args).await,
             Command::Proxy(args) => proxy::run(args).await,
             Command::Replay(args) => replay::run(args).await,
+            Command::ClusterEmbedded(args) => cluster_embedded::run(args).await,
             Command::Faults(_) => unreachable!("handled above, for its own exit codes"),
         }
     });

@@ -153,7 +153,7 @@ impl ServeArgs {
     }
 }
 
-fn rand_seed() -> u64 {
+pub(crate) fn rand_seed() -> u64 {
     use std::time::{SystemTime, UNIX_EPOCH};
     let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     t ^ (u64::from(std::process::id()) << 32)

@@ -167,6 +167,9 @@ fn mntr(e: &Engine) -> String {
     kv(&mut s, "max_file_descriptor_count", &max);
     cluster::mntr_lines(e, &mut s);
     kv(&mut s, "nodes_digest", &e.state.tree().digest());
+    // testkeeper's own: the log index the digest above is at (both read under one lock), so
+    // replicas of a cluster can be compared at the same index.
+    kv(&mut s, "last_applied_index", &e.state.last_index());
     kv(&mut s, "digest_version", &if e.cfg.digest_enabled { DIGEST_VERSION } else { 0 });
     kv(&mut s, "zxid", &format_args!("0x{:x}", e.state.zxid()));
     // testkeeper's own: the log and snapshots, and ZooKeeper's fsync-time summary names.

@@ -17,17 +17,27 @@
 //! * [`proxy`]: a throwaway `testkeeper proxy` in front of a server, and `replay`;
 //! * [`foreign`]: someone else's data on a server, and a snapshot to show it is untouched;
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
-//! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server.
+//! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server;
+//! * [`piped`]: a child spoken to line by line on stdin and stdout;
+//! * [`cluster_control`]: what a test does to any cluster (kill, restart, leader, mntr), and
+//!   the digest-at-the-same-index check;
+//! * [`cluster_embedded`]: an embedded testkeeper cluster (`testkeeper cluster-embedded`);
+//! * [`ledger`]: a client writing a ledger while the leader is killed in a loop, checked on
+//!   every node.
 //!
 //! It never links the other workspace crates: the point is to exercise the
 //! binary over the wire, the way real clients do.
 
 pub mod clis;
 pub mod cluster;
+pub mod cluster_control;
+pub mod cluster_embedded;
 pub mod env;
 pub mod foreign;
 pub mod kazoo;
+pub mod ledger;
 pub mod net;
+pub mod piped;
 pub mod process;
 pub mod proxy;
 pub mod testkeeper;

@@ -1,13 +1,16 @@
 //! A throwaway 3-server Apache ZooKeeper 3.8 ensemble (Debian's package) on loopback: three
 //! JVMs, each with its own conf and data dir (`myid`), `server.N=127.0.0.1:P1:P2` lines and a
 //! client port, all on free ports. The cluster scenarios of the conformance suite run against
-//! it (`conform --target a,b,c`). Dropping it kills the three JVMs by PID.
+//! it (`conform --target a,b,c`). A server can be killed and started again on its ports and
+//! data dir, and the ensemble is a [`ClusterControl`] (servers numbered 1..=3 as their `myid`).
+//! Dropping it kills the JVMs by PID.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::cluster_control::ClusterControl;
 use crate::env::{self, ZOOKEEPER_JAR};
 use crate::net::{self, free_port};
 use crate::process::ServerChild;
@@ -19,9 +22,12 @@ pub const SIZE: usize = 3;
 /// Three servers of one ensemble; killed (SIGKILL by PID) and reaped on drop.
 #[derive(Debug)]
 pub struct ZooKeeperEnsemble {
-    // Killed before the directory goes.
-    servers: Vec<ServerChild>,
+    // Killed before the directory goes; `None` while killed.
+    servers: Vec<Option<ServerChild>>,
     addrs: Vec<SocketAddr>,
+    config: ZooKeeperConfig,
+    /// Starts so far, to name each start's log.
+    starts: usize,
     dir: TempDir,
 }
 
@@ -60,29 +66,58 @@ impl ZooKeeperEnsemble {
             let zoo_cfg = conf.join("zoo.cfg");
             std::fs::write(&zoo_cfg, cfg).map_err(|e| io("zoo.cfg", e))?;
             let log = dir.path().join(format!("zookeeper-{id}.log"));
-            servers.push(spawn_jvm(&config, &conf, &zoo_cfg, &log)?);
+            servers.push(Some(spawn_jvm(&config, &conf, &zoo_cfg, &log)?));
             addrs.push(SocketAddr::from((Ipv4Addr::LOCALHOST, *client)));
         }
-        let mut ensemble = ZooKeeperEnsemble { servers, addrs, dir };
-        ensemble.wait_for_quorum(startup_timeout(&config) * 2)?;
+        let bound = startup_timeout(&config) * 2;
+        let mut ensemble = ZooKeeperEnsemble { servers, addrs, config, starts: SIZE, dir };
+        ensemble.wait_for_quorum(bound)?;
         Ok(ensemble)
     }
 
     fn wait_for_quorum(&mut self, bound: Duration) -> Result<(), String> {
         let deadline = Instant::now() + bound;
         loop {
-            if let Some(i) = self.servers.iter_mut().position(|s| s.exited().is_some()) {
-                return Err(format!("ZooKeeper {} of the ensemble died: {}", i + 1, self.servers[i].describe(40)));
+            if let Some(i) = self.servers.iter_mut().position(|s| s.as_mut().is_some_and(|s| s.exited().is_some())) {
+                return Err(format!("ZooKeeper {} of the ensemble died: {}", i + 1, self.describe_one(i, 40)));
             }
-            if self.addrs.iter().all(|a| is_serving(*a)) {
+            let up = self.servers.iter().zip(&self.addrs).filter(|(s, _)| s.is_some());
+            if up.clone().all(|(_, a)| is_serving(*a)) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                let tails: Vec<String> = self.servers.iter_mut().map(|s| s.describe(20)).collect();
+                let tails: Vec<String> = (0..self.servers.len()).map(|i| self.describe_one(i, 20)).collect();
                 return Err(format!("the ensemble did not form within {bound:?}:\n{}", tails.join("\n")));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    fn describe_one(&mut self, i: usize, n: usize) -> String {
+        match self.servers[i].as_mut() {
+            Some(s) => s.describe(n),
+            None => format!("ZooKeeper {} (killed)", i + 1),
+        }
+    }
+
+    /// Kills server `id` (1-based, its myid) by PID, at once.
+    pub fn kill_server(&mut self, id: u64) {
+        self.servers[id as usize - 1] = None;
+    }
+
+    /// Starts server `id` again on its ports and data dir, and waits until it serves.
+    ///
+    /// # Errors
+    /// The JVM does not start or does not join within the startup timeout.
+    pub fn restart_server(&mut self, id: u64) -> Result<(), String> {
+        let i = id as usize - 1;
+        self.servers[i] = None;
+        let conf = self.dir.path().join(format!("conf{id}"));
+        // A fresh log per start: the first one stays for a failure's story.
+        self.starts += 1;
+        let log = self.dir.path().join(format!("zookeeper-{id}-start{}.log", self.starts));
+        self.servers[i] = Some(spawn_jvm(&self.config, &conf, &conf.join("zoo.cfg"), &log)?);
+        self.wait_for_quorum(startup_timeout(&self.config) * 2)
     }
 
     /// The client addresses, server 1 first.
@@ -106,9 +141,59 @@ impl ZooKeeperEnsemble {
             .collect()
     }
 
+    /// Server `id`'s `srvr` Mode (`leader`, `follower`), or `None` when it does not serve.
+    pub fn mode(&self, id: u64) -> Option<String> {
+        let a = self.addrs[id as usize - 1];
+        let srvr = net::four_letter_word(a, "srvr", Duration::from_secs(2)).ok()?;
+        srvr.lines().find_map(|l| l.strip_prefix("Mode: ")).map(|m| m.trim().to_string())
+    }
+
     /// The ensemble's directory (one conf, data dir and log per server).
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
+    }
+}
+
+impl ClusterControl for ZooKeeperEnsemble {
+    fn ids(&self) -> Vec<u64> {
+        (1..=self.addrs.len() as u64).collect()
+    }
+
+    fn addr(&self, id: u64) -> SocketAddr {
+        self.addrs[id as usize - 1]
+    }
+
+    fn is_running(&mut self, id: u64) -> bool {
+        self.servers[id as usize - 1].as_mut().is_some_and(|s| s.exited().is_none())
+    }
+
+    fn await_leader(&mut self, within: Duration) -> Result<u64, String> {
+        let until = Instant::now() + within;
+        loop {
+            let running: Vec<u64> = self.ids().into_iter().filter(|i| self.is_running(*i)).collect();
+            let modes: Vec<(u64, Option<String>)> = running.iter().map(|i| (*i, self.mode(*i))).collect();
+            let leaders: Vec<u64> =
+                modes.iter().filter(|(_, m)| m.as_deref() == Some("leader")).map(|(i, _)| *i).collect();
+            if leaders.len() == 1 && modes.iter().all(|(_, m)| matches!(m.as_deref(), Some("leader" | "follower"))) {
+                return Ok(leaders[0]);
+            }
+            if Instant::now() > until {
+                return Err(format!("no single ZooKeeper leader within {within:?}: {modes:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self, id: u64) {
+        self.kill_server(id);
+    }
+
+    fn restart(&mut self, id: u64) -> Result<(), String> {
+        self.restart_server(id)
+    }
+
+    fn describe(&mut self) -> String {
+        (0..self.servers.len()).map(|i| self.describe_one(i, 20)).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -124,7 +209,7 @@ mod tests {
         let mut modes = zk.modes();
         modes.sort();
         assert_eq!(modes, ["follower", "follower", "leader"], "{}", zk.connect_string());
-        let pids: Vec<u32> = zk.servers.iter().map(ServerChild::pid).collect();
+        let pids: Vec<u32> = zk.servers.iter().flatten().map(ServerChild::pid).collect();
         drop(zk);
         for pid in pids {
             let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
