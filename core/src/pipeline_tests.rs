@@ -155,3 +155,19 @@ proptest! {
         prop_assert_eq!(one, many);
     }
 }
+
+#[test]
+fn a_refusal_is_an_error_entry_that_takes_a_zxid_and_changes_nothing() {
+    // ZooKeeper's leader turns a request from a moved session into an error txn: it takes a
+    // zxid and the tree stays as it was (PrepRequestProcessor, SessionMovedException).
+    let mut h = Harness::new(Flavor::Zookeeper);
+    let s = h.session();
+    let digest = h.state.tree().digest();
+    let before = h.state.zxid();
+    let e = h.propose(s, Decide::Fail(ZkError::SessionMoved));
+    assert_eq!((e.zxid(), e.txn()), (before + 1, &Txn::Failed(ZkError::SessionMoved)));
+    assert_eq!(h.commit(e).outcome, Outcome::Failed(ZkError::SessionMoved));
+    assert_eq!((h.state.zxid(), h.state.tree().digest()), (before + 1, digest));
+    let replayed = h.replay().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(replayed.zxid(), h.state.zxid());
+}

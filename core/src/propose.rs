@@ -29,6 +29,9 @@ pub enum Decide<'a> {
     Noop,
     /// The end of a session (expiry, or the embedding API).
     CloseSession { id: i64 },
+    /// A request the leader refuses before deciding it, as an error entry that takes a zxid
+    /// (ZooKeeper's error txn): SESSIONMOVED for a session whose connection moved elsewhere.
+    Fail(ZkError),
 }
 
 /// An owned [`Decide`]: what a follower sends its leader, and a cluster node its driver.
@@ -38,6 +41,7 @@ pub enum Proposal {
     CreateSession { timeout_ms: i32, passwd: [u8; 16] },
     CloseSession { id: i64 },
     Noop,
+    Fail(ZkError),
 }
 
 impl Proposal {
@@ -48,6 +52,7 @@ impl Proposal {
             Decide::CreateSession { timeout_ms, passwd } => Proposal::CreateSession { timeout_ms, passwd },
             Decide::CloseSession { id } => Proposal::CloseSession { id },
             Decide::Noop => Proposal::Noop,
+            Decide::Fail(e) => Proposal::Fail(e),
         }
     }
 
@@ -60,6 +65,7 @@ impl Proposal {
             }
             Proposal::CloseSession { id } => Decide::CloseSession { id: *id },
             Proposal::Noop => Decide::Noop,
+            Proposal::Fail(e) => Decide::Fail(*e),
         }
     }
 }
@@ -170,6 +176,7 @@ impl Proposer {
                 }
             }
             Decide::Noop => Txn::Noop,
+            Decide::Fail(e) => Txn::Failed(e),
             Decide::CreateSession { timeout_ms, passwd } => {
                 let mut id = self.next_session_id;
                 // The container sentinel is never a session id (ZooKeeper skips it the same way).

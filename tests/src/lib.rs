@@ -22,6 +22,8 @@
 //! * [`cluster_control`]: what a test does to any cluster (kill, restart, leader, mntr), and
 //!   the digest-at-the-same-index check;
 //! * [`cluster_embedded`]: an embedded testkeeper cluster (`testkeeper cluster-embedded`);
+//! * [`cluster_probes`]: cluster behaviour (a session moving, the leader gone) in words, for
+//!   a ZooKeeper ensemble to be the oracle of;
 //! * [`ledger`]: a client writing a ledger while the leader is killed in a loop, checked on
 //!   every node.
 //!
@@ -32,6 +34,7 @@ pub mod clis;
 pub mod cluster;
 pub mod cluster_control;
 pub mod cluster_embedded;
+pub mod cluster_probes;
 pub mod env;
 pub mod foreign;
 pub mod kazoo;

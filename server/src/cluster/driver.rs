@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use raft::eraftpb::{Message, Snapshot};
 use raft::{Config, RawNode, StateRole};
-use testkeeper_core::propose::{Proposal, Proposer};
-use testkeeper_wire::ZkError;
+use testkeeper_core::propose::{Decide, Proposal, Proposer};
+use testkeeper_core::txn::Txn;
+use testkeeper_wire::{Request, ZkError};
 use tracing::{error, info, warn};
 
 use super::info::{FollowerInfo, RaftInfo};
@@ -185,6 +186,12 @@ impl Driver {
             Input::Net { from, msg } => self.message(from, msg),
             Input::SyncRequest { id } => self.sync_request(id),
             Input::TransferLeader { to } => self.transfer_leader(to),
+            Input::Revalidate { session } => {
+                // The engine records it itself while it leads; otherwise the leader learns it.
+                if self.role != Role::Leader && self.leader != 0 {
+                    self.net.send(self.id, self.leader, Msg::Revalidate { session });
+                }
+            }
             Input::Stop => {}
         }
     }
@@ -219,6 +226,11 @@ impl Driver {
                     s.engine().sync_answered(id, index);
                 }
             }
+            Msg::Revalidate { session } => {
+                if let Some(s) = self.shared.upgrade() {
+                    s.engine().set_session_owner(session, from);
+                }
+            }
         }
     }
 
@@ -247,7 +259,17 @@ impl Driver {
             let mut e = shared.engine();
             let proposer = self.proposer.as_mut().expect("checked by the caller");
             let cp = proposer.checkpoint();
-            let entry = proposer.propose(e.state(), session, e.clock.now_ms(), origin, proposal.decide());
+            // ZooKeeper's leader checks a write's session against the node holding its
+            // connection: from a connection the session has left, an error entry (a zxid,
+            // nothing changed) whose waiter's connection is then closed.
+            let from = origin >> 48;
+            let moved = matches!(&proposal, Proposal::Write { req, .. } if !matches!(req, Request::Close))
+                && e.session_moved_from(session, from);
+            let what = if moved { Decide::Fail(ZkError::SessionMoved) } else { proposal.decide() };
+            let entry = proposer.propose(e.state(), session, e.clock.now_ms(), origin, what);
+            if let Txn::CreateSession { id, .. } = entry.txn() {
+                e.set_session_owner(*id, from);
+            }
             let entry = if e.take_invalid_digest_fault() { entry.with_invalid_digest() } else { entry };
             let expected = self.node.raft.raft_log.last_index() + 1;
             if entry.index() != expected {

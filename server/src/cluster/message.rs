@@ -1,5 +1,6 @@
 //! What cluster nodes send each other: raft-rs's own messages, and ours around them (a
-//! follower's forwarded write, the leader's refusal, session activity, zookeeper-flavor sync).
+//! follower's forwarded write, the leader's refusal, session activity, zookeeper-flavor sync,
+//! and a session's move to the sender).
 //!
 //! Encoding (little-endian, `testkeeper_core::codec`): a tag byte, then the fields. A Raft
 //! message is raft-rs's protobuf bytes; a forwarded write carries the request as its opcode
@@ -10,7 +11,7 @@ use protobuf::Message as _;
 use raft::eraftpb;
 use testkeeper_core::codec::{CodecError, Reader, Writer};
 use testkeeper_core::propose::Proposal;
-use testkeeper_wire::{Id, Request};
+use testkeeper_wire::{Id, Request, ZkError};
 
 /// One message between nodes.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +39,11 @@ pub enum Msg {
     SyncAnswer {
         id: u64,
         index: u64,
+    },
+    /// zookeeper flavor: `session` was resumed on the sender, which now holds its connection
+    /// (ZooKeeper's REVALIDATE: the leader's session tracker records the new owner).
+    Revalidate {
+        session: i64,
     },
 }
 
@@ -80,6 +86,10 @@ impl Msg {
                 w.u64(*id);
                 w.u64(*index);
             }
+            Msg::Revalidate { session } => {
+                w.u8(7);
+                w.i64(*session);
+            }
         }
         out
     }
@@ -100,6 +110,7 @@ impl Msg {
             }
             5 => Msg::SyncAsk { id: r.u64()? },
             6 => Msg::SyncAnswer { id: r.u64()?, index: r.u64()? },
+            7 => Msg::Revalidate { session: r.i64()? },
             t => return Err(CodecError(format!("unknown cluster message tag {t}"))),
         };
         r.end()?;
@@ -131,6 +142,10 @@ fn encode_proposal(w: &mut Writer<'_>, p: &Proposal) {
             w.i64(*id);
         }
         Proposal::Noop => w.u8(4),
+        Proposal::Fail(e) => {
+            w.u8(5);
+            w.i32(e.code());
+        }
     }
 }
 
@@ -147,6 +162,10 @@ fn decode_proposal(r: &mut Reader<'_>) -> Result<Proposal, CodecError> {
         2 => Proposal::CreateSession { timeout_ms: r.i32()?, passwd: r.array16()? },
         3 => Proposal::CloseSession { id: r.i64()? },
         4 => Proposal::Noop,
+        5 => {
+            let code = r.i32()?;
+            Proposal::Fail(ZkError::from_code(code).ok_or_else(|| CodecError(format!("unknown error code {code}")))?)
+        }
         t => return Err(CodecError(format!("unknown proposal tag {t}"))),
     })
 }
@@ -185,6 +204,8 @@ mod tests {
             Msg::Touch { sessions: vec![1, 2, 3] },
             Msg::SyncAsk { id: 8 },
             Msg::SyncAnswer { id: 8, index: 99 },
+            Msg::Forward { origin: 6, session: 7, proposal: Proposal::Fail(ZkError::SessionMoved) },
+            Msg::Revalidate { session: 0x0100_0000_0000_0001 },
         ];
         for m in msgs {
             let b = m.encode();

@@ -119,6 +119,8 @@ pub enum Input {
     /// Move the leadership to node `to` (`rqld` asks for this node; a follower forwards it to
     /// the leader), or with `to == 0`, as the leader, to its most up-to-date follower (`ydld`).
     TransferLeader { to: NodeId },
+    /// zookeeper flavor: a client resumed `session` here; tell the leader it lives here now.
+    Revalidate { session: i64 },
     /// Stop the driver (shutdown, a kill, or a fail-stop).
     Stop,
 }
@@ -144,6 +146,11 @@ impl Link {
     /// Asks the driver to move the leadership to node `to` (0: the leader picks).
     pub fn transfer_leader(&self, to: NodeId) {
         let _ = self.tx.send(Input::TransferLeader { to });
+    }
+
+    /// Tells the leader (through the driver) that `session` was resumed on this node.
+    pub fn revalidate(&self, session: i64) {
+        let _ = self.tx.send(Input::Revalidate { session });
     }
 }
 

@@ -59,6 +59,11 @@ pub(crate) struct Replica {
     pub snapshot: Option<(SnapRef, u64)>,
     /// The Raft log and followers as the driver last published them.
     pub raft: super::RaftInfo,
+    /// zookeeper flavor, while this node leads: the node holding each session's connection,
+    /// as ZooKeeper's leader's session tracker records its owner (set when the session is
+    /// created, moved by a revalidation, claimed by the first node that asks after an
+    /// election; SessionTrackerImpl.checkSession, setOwner).
+    pub owners: HashMap<i64, NodeId>,
 }
 
 impl Replica {
@@ -75,6 +80,7 @@ impl Replica {
             corrupt_next: false,
             snapshot: None,
             raft: super::RaftInfo::default(),
+            owners: HashMap::new(),
         }
     }
 }
@@ -85,6 +91,10 @@ impl Engine {
         let Some(r) = self.replica.as_mut() else { return };
         let was_leader = r.role == Role::Leader;
         (r.role, r.leader, r.term) = (role, leader, term);
+        if role != Role::Leader || !was_leader {
+            // A new leader's tracker knows no owners: each session's first request claims it.
+            r.owners.clear();
+        }
         if role == Role::Leader && !was_leader {
             // A new leader does not know when followers last heard from each session: every
             // session gets a whole timeout from now, as ZooKeeper's leader does.
@@ -108,6 +118,41 @@ impl Engine {
     /// Whether this node knows a leader (standalone: always).
     pub(crate) fn has_leader(&self) -> bool {
         self.replica.as_ref().is_none_or(|r| r.leader != 0)
+    }
+
+    /// As the leader, zookeeper flavor: whether a request of `session` from node `from` comes
+    /// through a connection the session has left for another node (ZooKeeper answers it with a
+    /// SessionMovedException, which closes that connection). A session nobody owns yet (after
+    /// an election) becomes `from`'s.
+    pub(crate) fn session_moved_from(&mut self, session: i64, from: NodeId) -> bool {
+        if session == 0 || !self.state.rules().zookeeper_sessions {
+            return false;
+        }
+        let Some(r) = self.replica.as_mut().filter(|r| r.role == Role::Leader) else { return false };
+        *r.owners.entry(session).or_insert(from) != from
+    }
+
+    /// As the leader, zookeeper flavor: `session`'s connection is on node `on` now (it was
+    /// created or resumed there).
+    pub(crate) fn set_session_owner(&mut self, session: i64, on: NodeId) {
+        if !self.state.rules().zookeeper_sessions {
+            return;
+        }
+        if let Some(r) = self.replica.as_mut().filter(|r| r.role == Role::Leader) {
+            r.owners.insert(session, on);
+        }
+    }
+
+    /// zookeeper flavor: a client resumed `session` on this node; the leader learns that the
+    /// session lives here now (at once if this node leads).
+    pub(crate) fn session_resumed_here(&mut self, session: i64) {
+        let Some(r) = self.replica.as_ref() else { return };
+        if r.role == Role::Leader {
+            let me = r.link.node;
+            self.set_session_owner(session, me);
+        } else {
+            r.link.revalidate(session);
+        }
     }
 
     /// Records session activity, to report to the leader.

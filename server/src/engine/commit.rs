@@ -240,6 +240,14 @@ impl Engine {
         let session = w.session;
         match w.reply {
             Reply::Client { conn, xid, shape, started } => {
+                if *outcome == Outcome::Failed(testkeeper_wire::ZkError::SessionMoved) {
+                    // ZooKeeper: "session moved is a connection level error" (ZOOKEEPER-710):
+                    // the connection closes without a reply (FinalRequestProcessor).
+                    self.close_conn(conn);
+                    self.finished(conn, xid, shape.op, shape.path.as_deref(), started);
+                    self.done(session);
+                    return;
+                }
                 let (err, body) = super::reply::response(&shape, outcome);
                 // ZooKeeper 3.8 never answers a successful standalone check (its reply
                 // serializer fails on the missing stat); the txn still takes a zxid.

@@ -64,6 +64,16 @@ impl Engine {
             self.reply(conn, xid, self.state.zxid(), ZkError::SessionExpired.code(), &Response::Empty);
             return Flow::Close;
         }
+        if !is_write(&req, self.state.rules()) && self.leads() && self.replica.is_some() {
+            let me = self.node_id;
+            if self.session_moved_from(session, me) {
+                // ZooKeeper's leader runs every request of its own clients through the session
+                // check (PrepRequestProcessor): the session lives on another server now, and the
+                // SessionMovedException closes this connection without a reply.
+                debug!(session = format_args!("{session:#x}"), "session moved to another node: closing");
+                return Flow::Close;
+            }
+        }
         self.touch(session);
         self.note_activity(session);
         self.stats.packets_received += 1;

@@ -133,6 +133,9 @@ impl Engine {
                 self.close_conn(old);
             }
             self.bind(conn, id);
+            // In a cluster the session may have come from another node: the leader records
+            // that it lives here now, so its old connection there gets SESSIONMOVED.
+            self.session_resumed_here(id);
             let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
             info!(session = format_args!("{id:#x}"), timeout_ms, %peer, "session resumed");
             let resp = ConnectResponse {
@@ -240,6 +243,9 @@ impl Engine {
     pub(crate) fn forget_session(&mut self, id: i64) -> Option<u64> {
         let rt = self.sessions.remove(&id)?;
         self.watches.remove_session(id);
+        if let Some(r) = self.replica.as_mut() {
+            r.owners.remove(&id);
+        }
         let session = format_args!("{id:#x}");
         match rt.end {
             Some(End::Closed) | None => info!(%session, "session closed"),
