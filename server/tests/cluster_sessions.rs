@@ -3,7 +3,8 @@
 //! session resumes on another node, a write through its old connection is refused as an error
 //! entry (a zxid, nothing applied) and that connection closes (SESSIONMOVED); reads and syncs
 //! on an old connection held by a follower are still served; on the leader, any request closes
-//! it. A session nobody moved is never refused.
+//! it. A session nobody moved is never refused. And a keeper-flavor node without a leader
+//! refuses a handshake with Keeper's own answer.
 
 use std::time::Duration;
 
@@ -11,6 +12,9 @@ use testkeeper_server::cluster::embed::TestKeeperCluster;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
 use testkeeper_wire::client::{Client, ConnectOptions};
+use testkeeper_wire::frame::put_record;
+use testkeeper_wire::jute::{Decode, Reader};
+use testkeeper_wire::records::connect::ConnectResponse;
 use testkeeper_wire::records::create::create_mode;
 use testkeeper_wire::Acl;
 
@@ -104,5 +108,40 @@ async fn sessions_that_stay_put_are_never_refused_across_a_new_leader() {
         let back = resume(c.addr(node), client, 0).await;
         back.create(path, b"", &Acl::open(), 0).await.expect("a session that did not move writes");
     }
+    c.shutdown().await;
+}
+
+/// The raw handshake answer of `addr` to a new client asking for `timeout_ms`.
+async fn raw_handshake(addr: std::net::SocketAddr, timeout_ms: i32) -> ConnectResponse {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut out = bytes::BytesMut::new();
+    put_record(&mut out, &ConnectOptions { timeout_ms, ..Default::default() }.connect_request());
+    s.write_all(&out).await.unwrap();
+    let len = s.read_i32().await.unwrap() as usize;
+    let mut body = vec![0; len];
+    s.read_exact(&mut body).await.unwrap();
+    assert_eq!(s.read(&mut [0; 1]).await.unwrap(), 0, "the connection closes after the answer");
+    ConnectResponse::decode(&mut Reader::new(&body)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keeper_node_without_a_leader_answers_a_handshake_as_keeper_does() {
+    let mut c = TestKeeperCluster::start(3, ServerConfig::new(Flavor::Keeper), seed()).await.unwrap();
+    let leader = c.await_leader(WAIT).await.unwrap();
+    let others: Vec<u64> = c.ids().into_iter().filter(|i| *i != leader).collect();
+    c.kill(leader).await;
+    c.kill(others[1]).await;
+    let lone = c.addr(others[0]);
+    // Alone, the node loses its leader within an election timeout.
+    let until = std::time::Instant::now() + WAIT;
+    while c.node(others[0]).unwrap().status().leader != 0 {
+        assert!(std::time::Instant::now() < until, "{:?}", c.statuses());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // KeeperTCPHandler::sendHandshake(has_leader = false): protocol 42, the negotiated timeout
+    // (not 0, which clients read as an expired session), session 0; then the connection ends.
+    let r = raw_handshake(lone, 20_000).await;
+    assert_eq!((r.protocol_version, r.timeout_ms, r.session_id), (42, 20_000, 0), "{r:?}");
     c.shutdown().await;
 }

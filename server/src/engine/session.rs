@@ -86,10 +86,13 @@ impl Engine {
             if zk {
                 return Handshake::Refuse("this server has no leader");
             }
-            // Keeper: "Ignoring user request, because the server is not active yet": protocol 42.
+            // Keeper: "Ignoring user request, because the server is not active yet": protocol 42
+            // with the negotiated timeout and session id 0 (KeeperTCPHandler::sendHandshake). A
+            // timeout of 0 would read as an expired session (kazoo LOST, Java Expired); Keeper's
+            // clients see a connection that ends, and try another server.
             let resp = ConnectResponse {
                 protocol_version: 42,
-                timeout_ms: 0,
+                timeout_ms: self.cfg.negotiate_timeout(req.timeout_ms),
                 session_id: 0,
                 passwd: vec![0; PASSWORD_LEN],
                 read_only: None,
