@@ -15,6 +15,7 @@ mod replay;
 mod serve;
 mod serve_cluster;
 mod serve_storage;
+mod snapshot;
 
 use std::process::ExitCode;
 
@@ -58,6 +59,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// A running server's faults, sessions and connections, through its admin endpoint.
     Faults(faults::FaultsArgs),
+    /// Look inside a data directory's snapshot files (`snapshot inspect FILE`).
+    Snapshot(snapshot::SnapshotArgs),
     /// For tests in other languages: an embedded cluster driven on stdin (docs/cluster.md).
     #[command(hide = true)]
     ClusterEmbedded(cluster_embedded::ClusterEmbeddedArgs),
@@ -105,6 +108,7 @@ fn main() -> ExitCode {
             Command::Replay(args) => replay::run(args).await,
             Command::ClusterEmbedded(args) => cluster_embedded::run(args).await,
             Command::Faults(_) => unreachable!("handled above, for its own exit codes"),
+            Command::Snapshot(args) => snapshot::run(args),
         }
     });
     match result {
