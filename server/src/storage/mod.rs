@@ -153,6 +153,24 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
     let dir = cfg.data_dir.as_deref().expect("open is only called with a data directory");
     std::fs::create_dir_all(dir).map_err(|e| StorageError::Io { file: dir.to_path_buf(), why: e.to_string() })?;
     let log_dir = dir.join("log");
+    let snap_dir = snapshot_dir(dir);
+    let io = |e: std::io::Error| StorageError::Io { file: snap_dir.clone(), why: e.to_string() };
+    let (files, stray) = snapshots::list(&snap_dir).map_err(io)?;
+    for s in &stray {
+        warn!(file = %s.display(), "ignoring an incomplete snapshot (a write interrupted by a crash)");
+    }
+    let log_missing = |newest: &snapshots::SnapshotFile| StorageError::Mismatch {
+        file: log_dir.clone(),
+        what: format!(
+            "the log holds no metadata, but {} (index {}) exists: the log was deleted or replaced",
+            newest.path.display(),
+            newest.index
+        ),
+    };
+    // Checked before sled opens the directory, which would create an empty database there.
+    if let (LogBackend::Sled, Some(newest), false) = (&cfg.log_backend, files.last(), log_dir.exists()) {
+        return Err(log_missing(newest));
+    }
     let (backend, meta, warnings) = match &cfg.log_backend {
         LogBackend::Sled => {
             let opened = SledLog::open(&log_dir)?;
@@ -164,24 +182,11 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
         }
     };
     let log = backend.as_log();
-    let snap_dir = snapshot_dir(dir);
-    let io = |e: std::io::Error| StorageError::Io { file: snap_dir.clone(), why: e.to_string() };
-    let (files, stray) = snapshots::list(&snap_dir).map_err(io)?;
-    for s in &stray {
-        warn!(file = %s.display(), "ignoring an incomplete snapshot (a write interrupted by a crash)");
-    }
     let meta = match meta {
         Some(m) => check_meta(cfg, &log_dir, m)?,
         None => {
             if let Some(newest) = files.last() {
-                return Err(StorageError::Mismatch {
-                    file: log_dir,
-                    what: format!(
-                        "the log holds no metadata, but {} (index {}) exists: the log was deleted or replaced",
-                        newest.path.display(),
-                        newest.index
-                    ),
-                });
+                return Err(log_missing(newest));
             }
             if log.last_index() > 0 {
                 return Err(StorageError::Mismatch {
@@ -312,4 +317,23 @@ fn check_meta(cfg: &ServerConfig, log_dir: &Path, meta: Meta) -> Result<Meta, St
         ));
     }
     Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkeeper_core::flavor::Flavor;
+
+    #[test]
+    fn a_deleted_log_under_snapshots_refuses_without_creating_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = ServerConfig::new(Flavor::Keeper);
+        cfg.data_dir = Some(dir.path().to_path_buf());
+        let state = State::new(&Engine::fresh_options(&cfg, 0));
+        snapshots::write(&snapshot_dir(dir.path()), 0, &snapshot::write(&state)).unwrap();
+        let err = open(&cfg, 0).err().expect("refused").to_string();
+        assert!(err.contains("snapshot_0.bin.zst (index 0) exists: the log was deleted"), "{err}");
+        assert!(err.starts_with(&dir.path().join("log").display().to_string()), "names the log: {err}");
+        assert!(!dir.path().join("log").exists(), "no empty log was created");
+    }
 }
