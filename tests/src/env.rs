@@ -61,6 +61,16 @@ fn require_external() -> bool {
     std::env::var(REQUIRE_EXTERNAL_VAR).is_ok_and(|v| v == "1" || v == "true")
 }
 
+/// The seed of a randomized test: `TESTKEEPER_SEED` if set, else one from the clock. Printed
+/// with `what`, so a failure can be replayed.
+pub fn test_seed(what: &str) -> u64 {
+    let seed = std::env::var("TESTKEEPER_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+    });
+    eprintln!("{what}: seed {seed} (replay with TESTKEEPER_SEED={seed})");
+    seed
+}
+
 /// Root of the Cargo workspace (the parent of this package's directory).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ package has a parent directory").to_path_buf()

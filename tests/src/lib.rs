@@ -5,6 +5,8 @@
 //! server, kazoo's own test suite, and the Java (`zkCli.sh`) and C (`cli_mt`)
 //! command-line clients. This library holds what they share:
 //!
+//! * [`data_dir`]: a `serve --data-dir` directory: its sled log read and damaged
+//!   through sled's API, and a picture of its contents to compare;
 //! * [`env`]: where things live (repo, venv, `testkeeper` binary) and the
 //!   skip-or-fail policy for missing external prerequisites;
 //! * [`net`]: free loopback ports and four-letter-word queries;
@@ -35,6 +37,7 @@ pub mod cluster;
 pub mod cluster_control;
 pub mod cluster_embedded;
 pub mod cluster_probes;
+pub mod data_dir;
 pub mod env;
 pub mod foreign;
 pub mod kazoo;

@@ -50,7 +50,13 @@ impl TestkeeperProcess {
     /// Like [`try_start`](Self::try_start) with an explicit binary path
     /// (a release build, or a stand-in in this module's own tests).
     pub fn try_start_bin(bin: &Path, args: &[&str]) -> Result<Self, String> {
-        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        Self::try_start_listening(bin, "127.0.0.1:0", args)
+    }
+
+    /// Like [`try_start_bin`](Self::try_start_bin) on a chosen address (a restart that clients
+    /// must find where they left it).
+    pub fn try_start_listening(bin: &Path, listen: &str, args: &[&str]) -> Result<Self, String> {
+        let mut all = vec!["serve", "--listen", listen];
         all.extend_from_slice(args);
         let (server, addr, dir) = spawn_announcing(bin, &all, LISTENING_PREFIX)?;
         Ok(Self { server, addr, dir })
