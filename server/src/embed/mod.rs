@@ -351,10 +351,12 @@ impl TestKeeper {
         self.resume().await
     }
 
-    /// Stops serving at once, without a clean shutdown: nothing more is flushed, no snapshot
-    /// is finished. With the simulated log backend, what was not synced is lost, as in a
-    /// power cut; sled keeps what it had written. In memory, everything is lost. Call
-    /// [`restart`](Self::restart) to recover.
+    /// Stops serving at once, without a clean shutdown: what was not committed is never
+    /// answered and the engine flushes nothing more (a snapshot being written still finishes:
+    /// a crash just after it). With the simulated log backend, what was not synced is lost, as
+    /// in a power cut; sled keeps what it had been given, since it writes its buffers when the
+    /// database closes. In memory, everything is lost. Call [`restart`](Self::restart) to
+    /// recover.
     pub async fn crash(&mut self) {
         if self.up == Up::Running {
             self.stop_tasks().await;
