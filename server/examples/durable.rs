@@ -21,8 +21,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.crash().await;
     server.restart().await?;
     let r = server.recovery().expect("recovered from the data directory");
-    println!("recovered: snapshot {:?}, {} entries replayed after it", r.snapshot, r.replayed);
-    assert_eq!(r.snapshot.map(|(i, _)| i), Some(index));
+    let loaded = r.snapshot.as_ref().map(|s| (s.index, s.bytes));
+    println!("recovered: snapshot (index, bytes) {loaded:?}, {} entries replayed after it", r.replayed);
+    assert_eq!(loaded.map(|(i, _)| i), Some(index));
     assert_eq!(server.data("/job").as_deref(), Some(&b"running"[..]));
     server.shutdown().await;
 

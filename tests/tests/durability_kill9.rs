@@ -170,8 +170,11 @@ fn recomputed_digests(tk: &TestkeeperProcess, python: bool) -> Vec<(&'static str
     let hosts = tk.connect_string();
     let out = Command::new(testkeeper_bin()).args(["digest", "--target", &hosts, "--json"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let ours = text.split("\"keeper_digest\":").nth(1).and_then(|r| r.split([',', '}']).next()).unwrap_or("");
-    let mut v = vec![("testkeeper digest", ours.trim().parse().unwrap_or_else(|_| panic!("digest output {text}")))];
+    // A u64 is a JSON string there (it passes 2^53); a number is taken too.
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("digest output {text}: {e}"));
+    let d = &json["keeper_digest"];
+    let ours = d.as_str().and_then(|s| s.parse().ok()).or_else(|| d.as_u64());
+    let mut v = vec![("testkeeper digest", ours.unwrap_or_else(|| panic!("digest output {text}")))];
     if python {
         let script = repo_root().join("tests/digest/independent_digest.py");
         let out = Command::new(venv_python()).arg(script).arg(&hosts).output().unwrap();

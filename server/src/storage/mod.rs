@@ -331,7 +331,7 @@ mod tests {
         cfg.data_dir = Some(dir.path().to_path_buf());
         let state = State::new(&Engine::fresh_options(&cfg, 0));
         snapshots::write(&snapshot_dir(dir.path()), 0, &snapshot::write(&state)).unwrap();
-        let err = open(&cfg, 0).err().expect("refused").to_string();
+        let err = open(&cfg, 0, Replay::All).err().expect("refused").to_string();
         assert!(err.contains("snapshot_0.bin.zst (index 0) exists: the log was deleted"), "{err}");
         assert!(err.starts_with(&dir.path().join("log").display().to_string()), "names the log: {err}");
         assert!(!dir.path().join("log").exists(), "no empty log was created");
