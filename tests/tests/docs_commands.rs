@@ -26,7 +26,8 @@ use testkeeper_tests::env::{repo_root, testkeeper_bin};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_wire::client::{Client, ConnectOptions};
 
-const SUBCOMMANDS: [&str; 8] = ["serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults"];
+const SUBCOMMANDS: [&str; 9] =
+    ["serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults", "snapshot"];
 
 /// A documented command: where it is, and its words.
 #[derive(Debug, Clone)]
