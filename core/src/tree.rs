@@ -60,7 +60,7 @@ pub struct Tree {
     /// Wrapping sum of every node's digest (0 when the digest is disabled).
     digest: u64,
     digest_enabled: bool,
-    ephemerals: HashMap<i64, BTreeSet<Box<str>>>,
+    ephemerals: HashMap<i64, BTreeSet<Box<str>>, FixedState>,
     containers: BTreeSet<Box<str>>,
     /// TTL in ms by path: few nodes have one, so it is not a field of every node.
     ttls: BTreeMap<Box<str>, i64>,
@@ -82,7 +82,7 @@ impl Tree {
             len: 1,
             digest: 0,
             digest_enabled,
-            ephemerals: HashMap::new(),
+            ephemerals: HashMap::default(),
             containers: BTreeSet::new(),
             ttls: BTreeMap::new(),
             acls,

@@ -36,6 +36,10 @@ mod snapshots;
 pub mod stats;
 
 use std::collections::{HashMap, VecDeque};
+
+// Integer keys the server itself chose, looked up on every request: foldhash with a fixed seed
+// instead of std's SipHash.
+use foldhash::fast::FixedState;
 use std::sync::Arc;
 
 use testkeeper_core::flavor::{zookeeper_session_base, Rules};
@@ -75,7 +79,7 @@ pub struct Engine {
     /// The log needs no flush: entries commit as they are proposed.
     in_memory: bool,
     /// Who waits for each proposed entry, by the origin the entry carries.
-    waiting: HashMap<u64, commit::Waiter>,
+    waiting: HashMap<u64, commit::Waiter, FixedState>,
     /// This node's id in a cluster (0 standalone): the top bits of every origin it makes.
     node_id: u64,
     next_req: u64,
@@ -85,8 +89,8 @@ pub struct Engine {
     /// only once the syncer has flushed it.
     commit_on_append: bool,
     pub(crate) watches: Watches,
-    pub(crate) sessions: HashMap<i64, SessionRt>,
-    pub(crate) conns: HashMap<u64, ConnInfo>,
+    pub(crate) sessions: HashMap<i64, SessionRt, FixedState>,
+    pub(crate) conns: HashMap<u64, ConnInfo, FixedState>,
     pub(crate) stats: Stats,
     /// Fault rules, their seeded generator and the log of fired faults.
     pub(crate) faults: Faults,
@@ -188,14 +192,14 @@ impl Engine {
             outbox: Vec::new(),
             unsynced: VecDeque::new(),
             in_memory,
-            waiting: HashMap::new(),
+            waiting: HashMap::default(),
             node_id: 0,
             next_req: 0,
             replica: None,
             commit_on_append,
             watches: Watches::default(),
             sessions,
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             stats: Stats::default(),
             log_info,
             snapshotter,
