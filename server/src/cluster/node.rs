@@ -100,6 +100,11 @@ impl Node {
         self.shared.engine().state().tree().recompute_digest()
     }
 
+    /// The data of the znode at `path` in this replica's tree (`None`: no such node).
+    pub fn data(&self, path: &str) -> Option<Vec<u8>> {
+        self.shared.engine().state().tree().get(path).map(|n| n.data().to_vec())
+    }
+
     /// Number of znodes here.
     pub fn node_count(&self) -> usize {
         self.shared.engine().state().tree().len()
