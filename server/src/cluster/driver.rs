@@ -169,8 +169,13 @@ impl Driver {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if Instant::now() >= next_tick {
-                next_tick += self.tick;
+            let now = Instant::now();
+            if now >= next_tick {
+                // Ticks missed while this thread was starved are not made up: ten catch-up ticks
+                // in a row would start an election before the leader's heartbeat, already
+                // queued, is read (on a loaded machine every node of an embedded cluster
+                // stalls at once, and re-elected for nothing).
+                next_tick = (next_tick + self.tick).max(now);
                 self.node.tick();
                 self.on_tick();
             }
