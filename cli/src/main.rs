@@ -3,6 +3,7 @@
 mod addr;
 mod bench;
 mod cluster_embedded;
+mod chaos;
 mod conform;
 mod digest;
 mod faults;
@@ -64,6 +65,8 @@ enum Command {
     /// For tests in other languages: an embedded cluster driven on stdin (docs/cluster.md).
     #[command(hide = true)]
     ClusterEmbedded(cluster_embedded::ClusterEmbeddedArgs),
+    /// Jepsen-style workloads under a seeded nemesis, judged by checkers (docs/chaos.md).
+    Chaos(chaos::ChaosArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
     };
     let command = match cli.command {
         Command::Faults(args) => return rt.block_on(faults::run(args)),
+        Command::Chaos(args) => return rt.block_on(chaos::run(args)),
         other => other,
     };
     let result = rt.block_on(async {
@@ -107,7 +111,7 @@ fn main() -> ExitCode {
             Command::Proxy(args) => proxy::run(args).await,
             Command::Replay(args) => replay::run(args).await,
             Command::ClusterEmbedded(args) => cluster_embedded::run(args).await,
-            Command::Faults(_) => unreachable!("handled above, for its own exit codes"),
+            Command::Faults(_) | Command::Chaos(_) => unreachable!("handled above, for their own exit codes"),
             Command::Snapshot(args) => snapshot::run(args),
         }
     });

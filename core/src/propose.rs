@@ -87,6 +87,9 @@ pub struct Proposer {
     term: u64,
     last_zxid: i64,
     next_session_id: i64,
+    /// Deliberately broken (the chaos checkers' self-test, `partial-multi`): a failed multi
+    /// keeps the ops before the failing one.
+    partial_multi: bool,
 }
 
 impl Proposer {
@@ -98,7 +101,13 @@ impl Proposer {
             term,
             last_zxid: state.zxid,
             next_session_id: state.next_session_id,
+            partial_multi: false,
         }
+    }
+
+    /// Deliberately breaks multi atomicity (see the field): for the chaos self-test only.
+    pub fn set_broken_partial_multi(&mut self, on: bool) {
+        self.partial_multi = on;
     }
 
     /// Where the proposer stands now, to undo the next proposal if it cannot be appended.
@@ -121,8 +130,10 @@ impl Proposer {
     /// Forgets every uncommitted decision (a failed append, a lost leadership): the next entry
     /// follows `state` again, in term `term`, at index `next_index`.
     pub fn reset(&mut self, state: &State, term: u64, next_index: u64) {
+        let partial_multi = self.partial_multi;
         *self = Proposer::new(state, term);
         self.last_index = next_index - 1;
+        self.partial_multi = partial_multi;
     }
 
     /// Whether entries are proposed that the state has not applied yet.
@@ -217,6 +228,11 @@ impl Proposer {
                 Ok(op) => {
                     stage(&mut self.staging(state, index), &state.rules, &op, at);
                     decided.push(op);
+                }
+                Err(_) if self.partial_multi && i > 0 => {
+                    // Broken on purpose: the ops before the failure stay (the reply still
+                    // reports the multi as failed, see the server's reply shape).
+                    return Txn::Ops(decided);
                 }
                 Err(e) => {
                     self.pending.rollback(mark);

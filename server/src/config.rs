@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::broken::Broken;
+use crate::cluster::tap::Tap;
 use crate::core::flavor::Flavor;
 use crate::features::FeatureFlags;
 use crate::log::sim::SimDisk;
@@ -91,6 +93,11 @@ pub struct ServerConfig {
     pub snapshots_to_keep: usize,
     /// Entries kept in the log below the newest snapshot (Keeper's `reserved_log_items`).
     pub reserved_log_items: u64,
+    /// A deliberately broken behaviour, for the chaos checkers' self-test only
+    /// (`crate::broken`); `None` in every real use.
+    pub broken: Option<Broken>,
+    /// A cluster's recorder of applied entries, roles and loads, for white-box checks.
+    pub tap: Option<Tap>,
 }
 
 impl ServerConfig {
@@ -124,6 +131,8 @@ impl ServerConfig {
             snapshot_distance: 100_000,
             snapshots_to_keep: 3,
             reserved_log_items: 100_000,
+            broken: None,
+            tap: None,
         }
     }
 

@@ -58,6 +58,8 @@ pub struct Driver {
     leader_commit: u64,
     /// Keeper's `stale_log_gap`, for the synced-follower count.
     stale_log_gap: u64,
+    /// The deliberately broken `forget-acked-on-leader-change` mode, while this node leads.
+    early: Option<super::broken::EarlyAck>,
 }
 
 /// A running driver: its input channel and thread.
@@ -135,6 +137,7 @@ pub fn spawn(
         paused: Arc::new(AtomicBool::new(false)),
         leader_commit: 0,
         stale_log_gap: cfg.stale_log_gap,
+        early: None,
     };
     let paused = d.paused.clone();
     let thread = std::thread::Builder::new()
@@ -301,6 +304,8 @@ impl Driver {
             }
             self.in_flight.remove(&origin);
             self.refuse(origin, ZkError::ConnectionLoss.code());
+        } else if let Some(early) = self.early.as_mut() {
+            early.appended(&mut shared.engine(), &entry, origin >> 48 == self.id);
         }
     }
 
@@ -508,6 +513,7 @@ impl Driver {
         }
         info!(node = self.id, role = role.name(), leader, term, "raft role changed");
         self.proposer = None;
+        self.early = None;
         if role == Role::Leader {
             // raft-rs appended this term's first (empty) entry when it became leader.
             self.lead_start = self.node.raft.raft_log.last_index();
@@ -571,7 +577,9 @@ impl Driver {
         }
         if self.role == Role::Leader && self.proposer.is_none() && e.state().last_index() >= self.lead_start {
             // Everything before this term is applied: the overlay starts empty over it.
-            let proposer = Proposer::new(e.state(), self.term);
+            let mut proposer = Proposer::new(e.state(), self.term);
+            proposer.set_broken_partial_multi(e.cfg.broken == Some(crate::broken::Broken::PartialMulti));
+            self.early = super::broken::EarlyAck::new(&e.cfg, e.state());
             debug_assert_eq!(proposer.last_index(), self.node.raft.raft_log.last_index());
             self.proposer = Some(proposer);
             drop(e);

@@ -67,7 +67,7 @@ impl TestKeeperCluster {
             c.data_dir = cfg.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             if let Some(s) = &scratch {
                 c.data_dir = Some(s.path().join(format!("node-{id}")));
-                c.log_backend = LogBackend::Sim(SimDisk::new());
+                c.log_backend = LogBackend::Sim(SimDisk::with_broken(cfg.broken));
             }
             let mut cc = ClusterConfig::new(id, peers.clone());
             cc.seed = ClusterConfig::node_seed(seed, id);
@@ -164,12 +164,18 @@ impl TestKeeperCluster {
     /// Kills node `id` at once (no flush, no goodbye to its clients or peers); on a simulated
     /// disk, what it had not synced is lost.
     pub async fn kill(&mut self, id: NodeId) {
+        self.crash(id, false).await;
+    }
+
+    /// [`kill`](Self::kill), and with `torn` the first record the disk had not synced survives
+    /// cut in half, as a write torn by a power cut (recovery must drop it).
+    pub async fn crash(&mut self, id: NodeId, torn: bool) {
         self.net.detach(id);
         let Some(slot) = self.slots.get_mut(&id) else { return };
         if let Some(node) = slot.node.take() {
             node.stop(true).await;
             if let LogBackend::Sim(disk) = &slot.cfg.log_backend {
-                disk.crash(false);
+                disk.crash(torn);
             }
         }
     }
@@ -247,6 +253,38 @@ impl TestKeeperCluster {
                 r.corrupt_next = true;
             }
         }
+    }
+
+    /// Adds a fault rule (`docs/faults.md`) to node `id`'s request path; returns its id.
+    ///
+    /// # Errors
+    /// The rule does not parse, or node `id` is not running.
+    pub fn add_fault(&self, id: NodeId, rule: &str) -> Result<u64, String> {
+        let n = self.node(id).ok_or_else(|| format!("node {id} is not running"))?;
+        n.shared().engine().faults.add(rule).map_err(|e| e.to_string())
+    }
+
+    /// Removes every fault rule of node `id` (if it runs).
+    pub fn clear_faults(&self, id: NodeId) {
+        if let Some(n) = self.node(id) {
+            n.shared().engine().faults.clear();
+        }
+    }
+
+    /// Ids of the sessions the running nodes know, ordered (each node knows every session).
+    pub fn sessions(&self) -> Vec<i64> {
+        let mut all: Vec<i64> = (self.slots.values().filter_map(|s| s.node.as_ref()))
+            .flat_map(|n| n.shared().engine().state().sessions().keys().copied().collect::<Vec<_>>())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// Expires session `id` now, as its timeout would: the first running node that knows it
+    /// proposes its end through the log. Returns whether one did.
+    pub fn expire_session(&self, id: i64) -> bool {
+        (self.slots.values().filter_map(|s| s.node.as_ref())).any(|n| n.shared().engine().end_session(id))
     }
 
     /// Stops every node cleanly.

@@ -21,7 +21,10 @@
 //! - `node`: one node assembled (engine, storage, driver, client listener).
 //! - `embed`: [`embed::TestKeeperCluster`], n nodes in one process over the in-memory network.
 //! - `logger`: raft-rs's slog output, forwarded to tracing.
+//! - `tap`: a recorder of applied entries, roles and loads, for white-box checkers.
+//! - `broken`: the leader half of the `forget-acked-on-leader-change` broken mode.
 
+mod broken;
 mod driver;
 pub mod embed;
 mod info;
@@ -31,6 +34,7 @@ pub mod net;
 pub mod node;
 mod replica;
 mod store;
+pub mod tap;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;

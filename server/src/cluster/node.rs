@@ -68,6 +68,9 @@ impl Node {
             Box::new(MemLog::new(usize::MAX, engine.state().last_index()))
         };
         let applied = engine.state().last_index();
+        if let Some(tap) = &cfg.tap {
+            tap.loaded(cc.id, applied, engine.state().digest(), "start");
+        }
         let voters: Vec<NodeId> = cc.peers.keys().copied().collect();
         let store = RaftStore::new(log, voters, snap).map_err(|e| invalid(e.to_string()))?;
         let (tx, rx) = mpsc::channel();

@@ -91,6 +91,9 @@ impl Engine {
         let Some(r) = self.replica.as_mut() else { return };
         let was_leader = r.role == Role::Leader;
         (r.role, r.leader, r.term) = (role, leader, term);
+        if let Some(tap) = &self.cfg.tap {
+            tap.role(r.link.node, role, term);
+        }
         if role != Role::Leader || !was_leader {
             // A new leader's tracker knows no owners: each session's first request claims it.
             r.owners.clear();
@@ -241,6 +244,9 @@ impl Engine {
                 .map_err(|e| format!("writing it to {}: {e}", dir.display()))?;
         }
         self.state = state;
+        if let (Some(tap), Some(r)) = (&self.cfg.tap, &self.replica) {
+            tap.loaded(r.link.node, index, self.state.digest(), "snapshot");
+        }
         let gone: Vec<i64> =
             self.sessions.keys().filter(|id| !self.state.sessions().contains_key(id)).copied().collect();
         for id in gone {

@@ -176,6 +176,9 @@ impl Engine {
             Ok(a) => a,
             Err(mismatch) => return self.diverged(&mismatch),
         };
+        if let Some(tap) = &self.cfg.tap {
+            tap.applied(self.node_id, &entry, applied.digest);
+        }
         if self.replica.is_none() {
             self.proposer.committed(entry.index());
         }
@@ -236,7 +239,7 @@ impl Engine {
         self.stop_serving(m.to_string());
     }
 
-    fn answer(&mut self, w: Waiter, entry: &Entry, outcome: &Outcome) {
+    pub(super) fn answer(&mut self, w: Waiter, entry: &Entry, outcome: &Outcome) {
         let session = w.session;
         match w.reply {
             Reply::Client { conn, xid, shape, started } => {

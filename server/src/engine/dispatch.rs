@@ -159,7 +159,11 @@ impl Engine {
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
             Work::Req(Request::Sync(p)) if self.replica.is_some() => {
-                if self.state.rules().zookeeper_sessions {
+                if self.cfg.broken == Some(crate::broken::Broken::StaleReadAfterSync) {
+                    // Deliberately broken (chaos self-test): answered before catching up.
+                    self.reply(conn, xid, self.state.zxid(), 0, &Response::Path(p.path));
+                    self.finished(conn, xid, OpCode::Sync, None, started);
+                } else if self.state.rules().zookeeper_sessions {
                     // ZooKeeper: catch up with the leader's last proposal, then answer.
                     self.start_sync(conn, xid, session, p.path, started);
                 } else {

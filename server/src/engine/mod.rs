@@ -24,6 +24,7 @@
 //! - `reply`: outcome -> wire response; watch registration after reads.
 //! - `stats`: counters for the four-letter words and metrics.
 
+mod broken;
 mod commit;
 mod conns;
 mod dispatch;
@@ -210,6 +211,7 @@ impl Engine {
             stop_reason: None,
         };
         engine.log_info.first_index = engine.log.first_index();
+        engine.proposer.set_broken_partial_multi(engine.cfg.broken == Some(crate::broken::Broken::PartialMulti));
         engine
     }
 

@@ -40,6 +40,14 @@ pub fn response(req: &Shape, outcome: &Outcome) -> (i32, Response) {
         Outcome::Failed(e) => (e.code(), Response::Empty),
         // A failed multi is not an error on the reply header: the per-op results carry it.
         Outcome::MultiFailed(codes) => (0, Response::Multi(codes.iter().map(|c| MultiResult::Error(*c)).collect())),
+        // Only a deliberately broken proposer (`partial-multi`) applies part of a multi: its
+        // client is told the multi failed, as the broken promise requires.
+        Outcome::Ops(results) if req.op == OpCode::Multi && results.len() < req.subs.len() => {
+            let failed = (0..req.subs.len())
+                .map(|i| MultiResult::Error(if i < results.len() { 0 } else { ZkError::RuntimeInconsistency.code() }))
+                .collect();
+            (0, Response::Multi(failed))
+        }
         Outcome::Ops(results) if req.op == OpCode::Multi => {
             let subs = (req.subs.iter())
                 .zip(results)

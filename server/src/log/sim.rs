@@ -32,6 +32,11 @@ struct Disk {
     /// Last index appended, and last index synced.
     appended: u64,
     synced_index: u64,
+    /// Deliberately broken (`Broken::AckBeforeDurable`): a sync makes durable only what the
+    /// sync before it asked for, and remembers what this one asked for here (bytes, hard
+    /// state, index).
+    lie: bool,
+    asked: Option<(usize, HardState, u64)>,
 }
 
 /// A disk shared by every log opened on it (one at a time).
@@ -44,6 +49,14 @@ impl SimDisk {
     /// An empty disk.
     pub fn new() -> SimDisk {
         SimDisk::default()
+    }
+
+    /// An empty disk; with `Broken::AckBeforeDurable` its flushes report success while the
+    /// durable point stays one flush behind (the chaos checkers' self-test).
+    pub fn with_broken(broken: Option<crate::broken::Broken>) -> SimDisk {
+        let disk = SimDisk::default();
+        disk.disk().lie = broken == Some(crate::broken::Broken::AckBeforeDurable);
+        disk
     }
 
     fn disk(&self) -> MutexGuard<'_, Disk> {
@@ -64,6 +77,7 @@ impl SimDisk {
         d.bytes.truncate(keep);
         d.hard = d.hard_synced;
         d.appended = d.synced_index;
+        d.asked = None;
     }
 
     /// Erases the disk, as deleting a data directory would (`TestKeeper::reset`).
@@ -113,6 +127,13 @@ struct SimSyncer {
 impl Syncer for SimSyncer {
     fn sync(&self) -> Result<u64, LogError> {
         let mut d = self.disk.disk();
+        if d.lie {
+            let now = (d.bytes.len(), d.hard, d.appended);
+            if let Some((bytes, hard, index)) = d.asked.replace(now) {
+                (d.synced, d.hard_synced, d.synced_index) = (bytes, hard, index);
+            }
+            return Ok(d.appended);
+        }
         d.synced = d.bytes.len();
         d.hard_synced = d.hard;
         d.synced_index = d.appended;
@@ -174,6 +195,7 @@ impl SimLog {
         d.appended = last;
         d.synced_index = last;
         d.synced = d.bytes.len();
+        d.asked = None;
         let (hard, meta) = (d.hard, d.meta.clone());
         drop(d);
         Ok((SimLog { disk: disk.clone(), offsets, first, last, last_term, hard }, meta, warnings))
@@ -233,6 +255,10 @@ impl Log for SimLog {
         self.last = index.max(self.first) - 1;
         d.appended = self.last;
         d.synced_index = d.synced_index.min(self.last);
+        let (len, last) = (d.bytes.len(), self.last);
+        if let Some(a) = d.asked.as_mut() {
+            (a.0, a.2) = (a.0.min(len), a.2.min(last));
+        }
         drop(d);
         self.last_term = self
             .entries(self.last, self.last + 1)
@@ -252,6 +278,9 @@ impl Log for SimLog {
         let mut d = self.disk.disk();
         d.bytes.drain(..cut);
         d.synced = d.synced.saturating_sub(cut);
+        if let Some(a) = d.asked.as_mut() {
+            a.0 = a.0.saturating_sub(cut);
+        }
         d.first = upto;
         self.offsets.drain(..drop_n);
         for o in &mut self.offsets {
@@ -267,6 +296,7 @@ impl Log for SimLog {
         (d.synced, d.first, d.appended, d.synced_index) = (0, index + 1, index, index);
         d.hard.commit = d.hard.commit.max(index);
         d.hard_synced = d.hard;
+        d.asked = None;
         self.hard = d.hard;
         drop(d);
         self.offsets.clear();
@@ -284,5 +314,30 @@ impl Log for SimLog {
 
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::new(SimSyncer { disk: self.disk.clone() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broken::Broken;
+
+    /// Appends entries 1..=2 with a sync after each, then crashes: what the reopened log holds.
+    fn after_two_syncs_and_a_crash(disk: &SimDisk) -> u64 {
+        let (mut log, _, _) = SimLog::open(disk).unwrap();
+        let syncer = log.syncer().unwrap();
+        for i in 1..=2 {
+            log.append(&[Entry::noop(i, 1)], HardState { term: 1, vote: 0, commit: i }).unwrap();
+            assert_eq!(syncer.sync().unwrap(), i, "every sync reports the index it was asked for");
+        }
+        disk.crash(false);
+        SimLog::open(disk).unwrap().0.span().last
+    }
+
+    #[test]
+    fn a_lying_disk_keeps_only_what_the_sync_before_the_last_asked_for() {
+        assert_eq!(after_two_syncs_and_a_crash(&SimDisk::new()), 2);
+        assert_eq!(after_two_syncs_and_a_crash(&SimDisk::with_broken(Some(Broken::AckBeforeDurable))), 1);
+        assert_eq!(after_two_syncs_and_a_crash(&SimDisk::with_broken(Some(Broken::PartialMulti))), 2);
     }
 }

@@ -1,0 +1,267 @@
+//! Carrying out the schedule: each window's fault started, held, and undone, on whatever the
+//! target lets us control: the embedded cluster (every nemesis), testkeeper admin endpoints
+//! (the fault rules and session expiry), and always the clients' own connections.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use testkeeper_server::cluster::embed::TestKeeperCluster;
+use testkeeper_server::cluster::net::mem::LinkFaults;
+use testkeeper_server::http::client::AdminClient;
+use tokio::sync::{watch, Notify};
+
+use super::{bridge, rule, shuffled, victim, Window};
+use crate::config::Nemesis;
+use crate::history::NemesisEvent;
+
+/// What the nemesis can reach.
+pub enum Control {
+    /// The embedded cluster, owned by the nemesis for the main phase.
+    Cluster(TestKeeperCluster),
+    /// testkeeper admin endpoints of an external target.
+    Admin(Vec<AdminClient>),
+    /// Nothing on the server side: client-side faults only.
+    Plain,
+}
+
+/// How to undo a started fault.
+enum Undo {
+    Restart(u64),
+    Resume(u64),
+    Heal,
+    Links(Vec<(u64, u64)>),
+    ClearRules,
+    RemoveRules(Vec<(usize, u64)>),
+    Nothing,
+}
+
+/// The nemesis.
+pub struct Actor {
+    pub control: Control,
+    /// One per client worker: a notification drops its connection mid-request.
+    pub kicks: Arc<Vec<Notify>>,
+}
+
+impl Actor {
+    fn nodes(&self) -> usize {
+        match &self.control {
+            Control::Cluster(c) => c.ids().len(),
+            _ => 0,
+        }
+    }
+
+    /// Starts `w`'s fault; returns what it did and how to undo it.
+    async fn start(&mut self, w: &Window) -> Result<(String, Undo), String> {
+        let n = self.nodes();
+        let node = victim(n, w.pick);
+        if w.nemesis == Nemesis::Disconnect {
+            let mut rng = ChaCha8Rng::seed_from_u64(w.pick);
+            let cut: Vec<usize> = (0..self.kicks.len()).filter(|_| rng.gen_bool(0.5)).collect();
+            let cut = if cut.is_empty() { vec![(w.pick % self.kicks.len().max(1) as u64) as usize] } else { cut };
+            for &i in &cut {
+                if let Some(k) = self.kicks.get(i) {
+                    k.notify_one();
+                }
+            }
+            return Ok((format!("workers {cut:?} drop their connections"), Undo::Nothing));
+        }
+        match &mut self.control {
+            Control::Plain => Err(format!("{} needs --admin or the embedded cluster", w.nemesis)),
+            Control::Admin(admins) => {
+                if w.nemesis == Nemesis::ExpireSession {
+                    return expire_over_http(admins, w.pick).await.map(|d| (d, Undo::Nothing));
+                }
+                let text = rule(w.nemesis).ok_or_else(|| format!("{} needs the embedded cluster", w.nemesis))?;
+                let mut ids = Vec::new();
+                for (i, a) in admins.iter().enumerate() {
+                    let body =
+                        a.request("POST", "/api/v1/faults", "text/plain", text).await.map_err(|e| e.to_string())?;
+                    let v: Value =
+                        serde_json::from_str(&body).map_err(|e| format!("POST faults answered {body:?}: {e}"))?;
+                    ids.push((i, v["id"].as_u64().unwrap_or(0)));
+                }
+                Ok((format!("{text} on {} servers", admins.len()), Undo::RemoveRules(ids)))
+            }
+            Control::Cluster(c) => Ok(match w.nemesis {
+                Nemesis::Kill => {
+                    c.kill(node).await;
+                    (format!("killed node {node}"), Undo::Restart(node))
+                }
+                Nemesis::LoseTail => {
+                    c.crash(node, true).await;
+                    (format!("killed node {node}, its unsynced tail lost"), Undo::Restart(node))
+                }
+                Nemesis::KillLeader => {
+                    let leader = c.leader().unwrap_or(node);
+                    c.kill(leader).await;
+                    (format!("killed node {leader}, the leader"), Undo::Restart(leader))
+                }
+                Nemesis::Pause => {
+                    c.pause(node);
+                    (format!("paused node {node}"), Undo::Resume(node))
+                }
+                Nemesis::PartitionIsolate => {
+                    c.isolate(node);
+                    (format!("isolated node {node}"), Undo::Heal)
+                }
+                Nemesis::PartitionHalves => {
+                    let ids = shuffled(n, w.pick);
+                    let (a, b) = ids.split_at(n / 2);
+                    c.partition(&[a, b]);
+                    (format!("cut {a:?} | {b:?}"), Undo::Heal)
+                }
+                Nemesis::PartitionBridge => {
+                    let (br, a, b) = bridge(n, w.pick);
+                    let cut: Vec<(u64, u64)> =
+                        (a.iter()).flat_map(|x| b.iter().flat_map(move |y| [(*x, *y), (*y, *x)])).collect();
+                    for &(x, y) in &cut {
+                        c.set_link(x, y, LinkFaults { drop: 1.0, ..Default::default() });
+                    }
+                    (format!("cut {a:?} | {b:?}, node {br} bridges"), Undo::Links(cut))
+                }
+                Nemesis::SlowLinks => {
+                    let all: Vec<(u64, u64)> = (1..=n as u64)
+                        .flat_map(|x| (1..=n as u64).map(move |y| (x, y)))
+                        .filter(|(x, y)| x != y)
+                        .collect();
+                    for &(x, y) in &all {
+                        c.set_link(x, y, LinkFaults { delay_ms: 20, jitter_ms: 40, ..Default::default() });
+                    }
+                    ("every link slowed".to_string(), Undo::Links(all))
+                }
+                Nemesis::ExpireSession => {
+                    let sessions = c.sessions();
+                    if sessions.is_empty() {
+                        ("no live session to expire".to_string(), Undo::Nothing)
+                    } else {
+                        let id = sessions[(w.pick % sessions.len() as u64) as usize];
+                        let done = c.expire_session(id);
+                        (
+                            format!("expired session {id:#x}{}", if done { "" } else { " (no node could)" }),
+                            Undo::Nothing,
+                        )
+                    }
+                }
+                other => {
+                    let text = rule(other).expect("every other nemesis is a fault rule");
+                    for id in c.ids() {
+                        if c.node(id).is_some() {
+                            c.add_fault(id, text)?;
+                        }
+                    }
+                    (format!("{text} on every running node"), Undo::ClearRules)
+                }
+            }),
+        }
+    }
+
+    async fn undo(&mut self, undo: Undo) -> Result<(), String> {
+        match (&mut self.control, undo) {
+            (_, Undo::Nothing) => Ok(()),
+            (Control::Cluster(c), Undo::Restart(id)) => {
+                c.restart(id).await.map_err(|e| format!("restarting node {id}: {e}"))
+            }
+            (Control::Cluster(c), Undo::Resume(id)) => {
+                c.resume(id);
+                Ok(())
+            }
+            (Control::Cluster(c), Undo::Heal) => {
+                c.heal();
+                Ok(())
+            }
+            (Control::Cluster(c), Undo::Links(links)) => {
+                for (x, y) in links {
+                    c.set_link(x, y, LinkFaults::default());
+                }
+                Ok(())
+            }
+            (Control::Cluster(c), Undo::ClearRules) => {
+                for id in c.ids() {
+                    c.clear_faults(id);
+                }
+                Ok(())
+            }
+            (Control::Admin(admins), Undo::RemoveRules(ids)) => {
+                for (i, id) in ids {
+                    let path = format!("/api/v1/faults/{id}");
+                    admins[i].request("DELETE", &path, "text/plain", "").await.map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+            _ => Err("an undo that does not fit the target".into()),
+        }
+    }
+
+    /// Carries out `plan` from `start` until `stop` is set; returns what it did.
+    pub async fn run(&mut self, plan: &[Window], start: Instant, mut stop: watch::Receiver<bool>) -> Vec<NemesisEvent> {
+        let ns = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
+        let mut events = Vec::new();
+        for w in plan {
+            let at = start + Duration::from_millis(w.at_ms);
+            if *stop.borrow() || wait(at, &mut stop).await {
+                break;
+            }
+            let begun = Instant::now();
+            let (detail, undo) = match self.start(w).await {
+                Ok(x) => x,
+                Err(e) => (format!("could not start: {e}"), Undo::Nothing),
+            };
+            wait(Instant::now() + Duration::from_millis(w.len_ms), &mut stop).await;
+            let detail = match self.undo(undo).await {
+                Ok(()) => detail,
+                Err(e) => format!("{detail}; undo failed: {e}"),
+            };
+            let end = Some(ns(Instant::now()));
+            events.push(NemesisEvent { kind: w.nemesis.name().into(), detail, start_ns: ns(begun), end_ns: end });
+        }
+        events
+    }
+
+    /// Undoes everything that may still be in force: every node running and resumed, the
+    /// network whole, no fault rules.
+    ///
+    /// # Errors
+    /// A node does not restart.
+    pub async fn heal_all(&mut self) -> Result<(), String> {
+        if let Control::Cluster(c) = &mut self.control {
+            c.heal();
+            let ids = c.ids();
+            for &x in &ids {
+                c.resume(x);
+                c.clear_faults(x);
+                for &y in &ids {
+                    c.set_link(x, y, LinkFaults::default());
+                }
+                if c.node(x).is_none() {
+                    c.restart(x).await.map_err(|e| format!("restarting node {x}: {e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Waits until `at`; true when `stop` was set first.
+async fn wait(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep_until(at.into()) => false,
+        _ = stop.wait_for(|s| *s) => true,
+    }
+}
+
+/// Expires the `pick`-th live session of the first admin endpoint.
+async fn expire_over_http(admins: &[AdminClient], pick: u64) -> Result<String, String> {
+    let a = admins.first().ok_or("no admin endpoint")?;
+    let body = a.request("GET", "/api/v1/sessions", "text/plain", "").await.map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_str(&body).map_err(|e| format!("GET sessions answered {body:?}: {e}"))?;
+    let ids: Vec<String> =
+        (v["sessions"].as_array().into_iter().flatten()).filter_map(|s| s["id"].as_str().map(str::to_string)).collect();
+    let Some(id) = ids.get((pick % ids.len().max(1) as u64) as usize) else {
+        return Ok("no live session to expire".into());
+    };
+    a.request("POST", &format!("/api/v1/sessions/{id}/expire"), "text/plain", "").await.map_err(|e| e.to_string())?;
+    Ok(format!("expired session {id}"))
+}

@@ -1,0 +1,140 @@
+//! `testkeeper chaos`: Jepsen-style workloads under a seeded nemesis against an embedded
+//! testkeeper cluster (the default) or any Keeper/ZooKeeper (`--target`), judged by the
+//! checkers of `testkeeper-chaos` (docs/chaos.md).
+//!
+//! Exit status: 0 every checker passed; 1 a checker found a violation; 2 bad flags; 3 the run
+//! could not be judged (the target failed, or a checker could not decide).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use testkeeper_chaos::config::{parse_nemeses, Nemesis, RunConfig, TargetSpec, Workload};
+use testkeeper_server::broken::Broken;
+use testkeeper_server::core::flavor::Flavor;
+
+use crate::addr::{host_list, http_endpoint, HostList};
+
+/// Flags of `chaos`.
+#[derive(Args, Debug)]
+pub struct ChaosArgs {
+    /// register, set, ids, counter, queue or lock.
+    #[arg(long, value_name = "NAME", default_value = "register")]
+    workload: Workload,
+    /// Comma list of nemeses, or all (every one the target supports), faults, cluster, none.
+    #[arg(long, value_name = "LIST")]
+    nemesis: Option<String>,
+    /// Seed of the schedule and of every client's choices (random and printed when absent).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Operations in the main phase, over all clients.
+    #[arg(long, value_name = "N", default_value_t = 600)]
+    ops: usize,
+    /// The main phase ends after this long even if --ops are not done (e.g. 5s, 800ms).
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Concurrent client sessions.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=256))]
+    clients: u32,
+    /// External servers HOST:PORT,... instead of the embedded cluster (client-side faults only,
+    /// or with --admin the fault rules of testkeeper's admin endpoint).
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = host_list)]
+    target: Option<HostList>,
+    /// testkeeper admin endpoints (serve --http) of the --target servers, comma-separated.
+    #[arg(long, value_name = "ADDR,...", requires = "target")]
+    admin: Option<String>,
+    /// Nodes of the embedded cluster.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
+    nodes: u32,
+    /// Flavor of the embedded cluster.
+    #[arg(long, value_name = "FLAVOR", default_value = "keeper")]
+    flavor: Flavor,
+    /// Run the embedded cluster deliberately broken, to see the checkers catch it.
+    #[arg(long, value_name = "MODE")]
+    broken: Option<Broken>,
+    /// Keys of the register workload.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    keys: u32,
+    /// How long a client waits for a reply before the op's outcome is unknown.
+    #[arg(long, value_name = "MS", default_value_t = 1500)]
+    op_timeout_ms: u64,
+    /// Write the full report (schedule, results, the whole history) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+/// Runs `chaos`; the exit status says how the run was judged.
+pub async fn run(args: ChaosArgs) -> ExitCode {
+    let cfg = match config(args.workload, &args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("testkeeper chaos: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("seed {}", cfg.seed);
+    let report = match testkeeper_chaos::run::run(&cfg, &|line| println!("{line}")).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("testkeeper chaos: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    print!("{}", report.text());
+    if let Some(path) = &args.json {
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| std::fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display())));
+        if let Err(e) = written {
+            eprintln!("testkeeper chaos: {e}");
+            return ExitCode::from(3);
+        }
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else if report.violated() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+/// The run the flags describe.
+fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
+    let mut cfg = RunConfig::new(workload, a.seed.unwrap_or_else(rand::random));
+    cfg.ops = a.ops;
+    cfg.duration = a.duration;
+    cfg.clients = a.clients as usize;
+    cfg.flavor = a.flavor;
+    cfg.broken = a.broken;
+    cfg.keys = a.keys as usize;
+    cfg.op_timeout = Duration::from_millis(a.op_timeout_ms.max(1));
+    if let Some(list) = &a.target {
+        if a.broken.is_some() {
+            return Err("--broken runs the embedded cluster; it cannot go with --target".into());
+        }
+        let admin = match &a.admin {
+            Some(s) => s.split(',').filter(|p| !p.trim().is_empty()).map(http_endpoint).collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        cfg.target = TargetSpec::External { addrs: list.0.iter().map(|h| h.addrs[0]).collect(), admin };
+    } else {
+        cfg.target = TargetSpec::Embedded { nodes: a.nodes as usize };
+    }
+    cfg.nemeses = match &a.nemesis {
+        Some(s) => parse_nemeses(s)?,
+        None => Nemesis::ALL.to_vec(),
+    };
+    // `all` (and the default) means every nemesis this target supports; a name given
+    // explicitly that it cannot do is an error.
+    let explicit =
+        a.nemesis.as_deref().is_some_and(|s| !s.split(',').any(|p| matches!(p.trim(), "all" | "faults" | "cluster")));
+    let unsupported: Vec<Nemesis> = cfg.unsupported().into_iter().map(|(n, _)| n).collect();
+    if explicit {
+        if let Some((n, why)) = cfg.unsupported().first() {
+            return Err(format!("nemesis {n} {why}"));
+        }
+    }
+    cfg.nemeses.retain(|n| !unsupported.contains(n));
+    Ok(cfg)
+}
