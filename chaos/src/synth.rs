@@ -82,11 +82,9 @@ pub fn register_history(shape: Shape) -> History {
         let last = *seen.get(&(p.op.worker, key.clone())).unwrap_or(&(0, 0));
         match &mut p.op.call {
             Call::Read => p.op.ret = Ret::Value { value: reg.0, version: reg.1, mzxid: 0 },
-            Call::Write { value } => {
-                if p.applies {
-                    *reg = (*value, reg.1 + 1);
-                    p.op.ret = Ret::Version { version: reg.1 };
-                }
+            Call::Write { value } if p.applies => {
+                *reg = (*value, reg.1 + 1);
+                p.op.ret = Ret::Version { version: reg.1 };
             }
             Call::Cas { version, expect, value } => {
                 (*version, *expect) = (last.1, last.0);

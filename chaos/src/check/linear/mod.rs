@@ -16,6 +16,7 @@
 //!
 //! # Layout
 //! - `wgl`: the search. - `register`: the model and the history's ops as the search's.
+//! - `tests`: hand-made and synthetic histories; `brute`: a cross-check against brute force.
 
 pub mod register;
 pub mod wgl;
@@ -49,15 +50,6 @@ fn is_register(op: &Op) -> bool {
     matches!(op.call, Call::Read | Call::Write { .. } | Call::Cas { .. })
 }
 
-/// Whether the op's result constrains the register (it takes part as recorded).
-fn is_required(op: &Op) -> bool {
-    match (&op.call, op.outcome) {
-        (Call::Read | Call::Write { .. } | Call::Cas { .. }, Outcome::Ok) => true,
-        (Call::Cas { .. }, Outcome::Fail) => op.error.as_deref() == Some("BADVERSION"),
-        _ => false,
-    }
-}
-
 struct KeyCheck<'a> {
     ops: Vec<&'a Op>,
     init: i64,
@@ -76,12 +68,13 @@ impl<'a> KeyCheck<'a> {
         found
     }
 
-    /// The history as observed at `t`: done by `t` as recorded, running at `t` as unknown.
+    /// The history as observed at `t`: done by `t` as recorded (a definite failure as one
+    /// that changed nothing), running at `t` or unknown as may-have-happened.
     fn observed_at(&self, t: u64) -> Vec<Option<Role>> {
         (self.ops.iter())
             .map(|o| match () {
                 _ if o.invoke_ns > t => None,
-                _ if is_required(o) && o.complete_ns <= t => Some(Role::AsRecorded),
+                _ if o.outcome != Outcome::Unknown && o.complete_ns <= t => Some(Role::AsRecorded),
                 _ => Some(Role::Relaxed),
             })
             .collect()
@@ -114,8 +107,11 @@ impl<'a> KeyCheck<'a> {
             Found::Exhausted => return KeyVerdict::Undecided,
             Found::Illegal { .. } => {}
         }
-        // 1. The earliest impossible observation.
-        let mut ends: Vec<u64> = self.ops.iter().filter(|o| is_required(o)).map(|o| o.complete_ns).collect();
+        // 1. The earliest impossible observation. At the last definite completion every
+        //    definite op is as recorded and only unknown ops are optional (some left out,
+        //    which cannot make an impossible history possible), so the search starts impossible.
+        let mut ends: Vec<u64> =
+            self.ops.iter().filter(|o| o.outcome != Outcome::Unknown).map(|o| o.complete_ns).collect();
         ends.sort_unstable();
         ends.dedup();
         let (mut lo, mut hi) = (0, ends.len() - 1);
@@ -182,8 +178,10 @@ impl<'a> KeyCheck<'a> {
         }
         let evidence: Vec<OpId> =
             (self.ops.iter().zip(&window)).filter(|(_, r)| **r == Some(Role::AsRecorded)).map(|(o, _)| o.id).collect();
-        let last =
-            self.ops.iter().find(|o| o.complete_ns == t && is_required(o)).map(|o| o.describe()).unwrap_or_default();
+        let last = (self.ops.iter())
+            .find(|o| o.complete_ns == t && o.outcome != Outcome::Unknown)
+            .map(|o| o.describe())
+            .unwrap_or_default();
         let from = if from_any { "from any state" } else { "from the initial value" };
         let mut v = Violation::over(
             history,
@@ -233,5 +231,7 @@ pub fn check(history: &History, init: i64, budget: u64) -> CheckResult {
     CheckResult::from_violations("linearizable", summary, violations)
 }
 
+#[cfg(test)]
+mod brute;
 #[cfg(test)]
 mod tests;

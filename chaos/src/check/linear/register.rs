@@ -156,6 +156,18 @@ pub fn lin_ops(ops: &[(&Op, Role)]) -> Vec<LinOp<RegIn, RegOut>> {
             (Call::Read, true, Ret::Value { value, version, .. }) => RegOut::Read { value: *value, version: *version },
             (Call::Write { .. } | Call::Cas { .. }, true, Ret::Version { version }) => RegOut::Version(*version),
             (Call::Cas { .. }, false, _) if op.error.as_deref() == Some("BADVERSION") => RegOut::Failed,
+            // It happened, but its reply carried no version: it took effect, version unknown.
+            (Call::Write { .. } | Call::Cas { .. }, true, _) => {
+                out.push(LinOp {
+                    call: op.invoke_ns,
+                    ret: Some(op.complete_ns),
+                    input,
+                    output: None,
+                    class: None,
+                    tag: op.id,
+                });
+                continue;
+            }
             // A failed read, or a write that failed for another definite reason: no effect.
             _ => continue,
         };
