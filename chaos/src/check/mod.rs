@@ -56,6 +56,9 @@ pub struct Violation {
     pub ops: Vec<OpId>,
     /// The key or object it is about, if any.
     pub key: Option<String>,
+    /// One line per op of `ops` ([`crate::history::Op::describe`]), so the violation reads
+    /// on its own (terminal, JSON, JUnit).
+    pub evidence: Vec<String>,
 }
 
 impl Violation {
@@ -65,7 +68,13 @@ impl Violation {
         ops.dedup();
         let start_ns = history.ops_of(&ops).map(|o| o.invoke_ns).min().unwrap_or(0);
         let end_ns = history.ops_of(&ops).map(|o| o.complete_ns).max().unwrap_or(start_ns);
-        Violation { message, start_ns, end_ns, ops, key }
+        let evidence = history.ops_of(&ops).map(|o| o.describe()).collect();
+        Violation { message, start_ns, end_ns, ops, key, evidence }
+    }
+
+    /// A violation that no op of the history shows (the white-box checks), at `at_ns`.
+    pub fn bare(message: String, at_ns: u64, key: Option<String>) -> Violation {
+        Violation { message, start_ns: at_ns, end_ns: at_ns, ops: Vec::new(), key, evidence: Vec::new() }
     }
 }
 
