@@ -4,6 +4,8 @@
 //!
 //! # Layout
 //! - this file: [`Verdict`], [`Violation`], [`CheckResult`].
+//! - `report`: [`Report`] (Display and JSON) and [`check_history`], which runs the checkers
+//!   that apply to a history.
 //! - `linear/`: linearizability per key (Wing & Gong with Lowe's memoization, P-compositional),
 //!   with unknown outcomes as ops that may or may not have happened.
 //! - `set`, `queue`, `ids`, `counter`, `lock`: the workloads' own guarantees.
@@ -15,11 +17,14 @@ pub mod ids;
 pub mod linear;
 pub mod lock;
 pub mod queue;
+pub mod report;
 pub mod session;
 pub mod set;
 pub mod whitebox;
 
 use serde::{Deserialize, Serialize};
+
+pub use report::{check_history, CheckOptions, Report};
 
 use crate::history::{History, OpId};
 
@@ -98,7 +103,10 @@ impl CheckResult {
     /// A result from violations found: `Fail` when there is any, else `Pass`.
     pub fn from_violations(checker: &str, summary: String, mut violations: Vec<Violation>) -> CheckResult {
         let violation_count = violations.len();
-        violations.sort_by_key(|v| (v.end_ns, v.start_ns));
+        // Checkers gather some violations from hash maps: sort fully, so a replay reads the same.
+        violations.sort_by(|a, b| {
+            (a.end_ns, a.start_ns, &a.ops, &a.message).cmp(&(b.end_ns, b.start_ns, &b.ops, &b.message))
+        });
         violations.truncate(MAX_LISTED);
         let verdict = if violation_count == 0 { Verdict::Pass } else { Verdict::Fail };
         CheckResult { checker: checker.to_string(), verdict, summary, violations, violation_count }

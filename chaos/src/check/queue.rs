@@ -1,7 +1,12 @@
 //! The queue workload's guarantee (Jepsen's total queue): every value dequeued was enqueued,
 //! no value is delivered twice, and every acknowledged enqueue is delivered: dequeued during
 //! the run or left for the final drain. An unknown dequeue may or may not have taken the
-//! value it was after; an unknown enqueue may or may not have added its value.
+//! value it was after; an unknown enqueue may or may not have added its value. A value is
+//! never delivered before its enqueue began, and the final drains (one per server) agree.
+//!
+//! The history events it reads: `Call::Enqueue { value }` (any outcome), `Call::Dequeue`
+//! ending ok or unknown with `Ret::Dequeued { value }` (an unknown one names the value it
+//! tried to take), and `Call::Drain` ending ok with `Ret::Elements`, `final_phase` set.
 
 use std::collections::HashMap;
 
@@ -39,6 +44,29 @@ pub fn check(history: &History) -> CheckResult {
         }
     }
     let mut violations = Vec::new();
+    let finals: Vec<&Op> = history.ops.iter().filter(|o| o.call == Call::Drain && o.ok() && o.final_phase).collect();
+    let sorted = |o: &Op| match &o.ret {
+        Ret::Elements { elements } => {
+            let mut e = elements.clone();
+            e.sort_unstable();
+            e
+        }
+        _ => Vec::new(),
+    };
+    if let Some(w) = finals.windows(2).find(|w| sorted(w[0]) != sorted(w[1])) {
+        violations.push(Violation::over(
+            history,
+            format!(
+                "the final drains disagree: drain {} (server {}) and drain {} (server {}) list different values",
+                w[0].id,
+                w[0].node + 1,
+                w[1].id,
+                w[1].node + 1
+            ),
+            vec![w[0].id, w[1].id],
+            None,
+        ));
+    }
     for (v, by) in &delivered {
         let key = Some(format!("q{v}"));
         match enqueues.get(v) {
@@ -54,7 +82,16 @@ pub fn check(history: &History) -> CheckResult {
                 [vec![e.id], by.clone()].concat(),
                 key.clone(),
             )),
-            _ => {}
+            Some(e) => {
+                if let Some(d) = by.iter().find(|d| history.ops[**d].complete_ns < e.invoke_ns) {
+                    violations.push(Violation::over(
+                        history,
+                        format!("value {v} was delivered by op {d} before its enqueue began"),
+                        vec![e.id, *d],
+                        key.clone(),
+                    ));
+                }
+            }
         }
         if by.len() > 1 {
             let mut ops = by.clone();
@@ -137,6 +174,19 @@ mod tests {
         drain(&mut b, vec![]);
         assert_eq!(check(&b.h).verdict, Verdict::Pass);
         drain(&mut b, vec![9]);
-        assert!(check(&b.h).violations.iter().any(|v| v.message.contains("nobody enqueued")));
+        let r = check(&b.h);
+        assert!(r.violations.iter().any(|v| v.message.contains("nobody enqueued")), "{r:?}");
+        assert!(r.violations.iter().any(|v| v.message.contains("final drains disagree")), "{r:?}");
+    }
+
+    #[test]
+    fn a_value_dequeued_before_it_was_enqueued_fails() {
+        let mut b = Hist::default();
+        let d = deq(&mut b, 1, Outcome::Ok);
+        let e = b.op(0, "", Call::Enqueue { value: 1 }, Outcome::Ok, Ret::None, 5, 6);
+        drain(&mut b, vec![]);
+        let r = check(&b.h);
+        assert_eq!(r.violations.len(), 1, "{r:?}");
+        assert_eq!(r.violations[0].ops, vec![d, e]);
     }
 }

@@ -1,11 +1,17 @@
 //! The set workload's guarantee: every read (after `sync`) holds every element whose add was
-//! acknowledged before the read began, and nothing nobody tried to add; elements appear once;
-//! the final reads (one per server, after every fault was healed) agree.
+//! acknowledged before the read began, or that an earlier read already held (the set only
+//! grows, so an element once seen stays, whether its add was acknowledged or unknown), and
+//! nothing nobody tried to add, nor anything whose add failed or began after the read; each
+//! element appears once; the final reads (one per server, after every fault was healed)
+//! agree. Unknown adds may be in the set or not.
+//!
+//! The history events it reads: `Call::Add { element }` (any outcome) and `Call::ReadSet`
+//! ending ok with `Ret::Elements`, `final_phase` on the reads after heal.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::{CheckResult, Violation};
-use crate::history::{Call, History, Op, Outcome, Ret};
+use crate::history::{Call, History, Op, OpId, Outcome, Ret};
 
 /// Checks the set workload.
 pub fn check(history: &History) -> CheckResult {
@@ -22,8 +28,25 @@ pub fn check(history: &History) -> CheckResult {
             _ => None,
         })
         .collect();
-    let mut acked: Vec<&Op> = adds.values().copied().filter(|o| o.ok()).collect();
-    acked.sort_by_key(|o| o.complete_ns);
+    let acked = adds.values().filter(|o| o.ok()).count();
+    // From when each element is known to be in the set, and what shows it: its add's
+    // acknowledgement, or the end of the first read that held it (an unknown add that a read
+    // saw has happened, and the set only grows).
+    let mut known: HashMap<i64, (u64, OpId)> = HashMap::new();
+    for a in adds.values().filter(|o| o.ok()) {
+        let Call::Add { element } = a.call else { continue };
+        known.insert(element, (a.complete_ns, a.id));
+    }
+    for (r, elements) in &reads {
+        for e in elements.iter() {
+            let k = known.entry(*e).or_insert((r.complete_ns, r.id));
+            if r.complete_ns < k.0 {
+                *k = (r.complete_ns, r.id);
+            }
+        }
+    }
+    let mut present_from: Vec<(u64, i64, OpId)> = known.iter().map(|(e, (t, by))| (*t, *e, *by)).collect();
+    present_from.sort_unstable();
     let mut violations = Vec::new();
     // Each lost element once: at the first read that should have held it.
     let mut reported_lost: BTreeMap<i64, ()> = BTreeMap::new();
@@ -63,19 +86,19 @@ pub fn check(history: &History) -> CheckResult {
                 ));
             }
         }
-        for a in acked.iter().take_while(|a| a.complete_ns < r.invoke_ns) {
-            let Call::Add { element } = a.call else { continue };
+        for &(t, element, by) in present_from.iter().take_while(|(t, _, _)| *t < r.invoke_ns) {
             if !held.contains_key(&element) && reported_lost.insert(element, ()).is_none() {
+                let how = if history.ops[by].call == Call::ReadSet { "seen by read" } else { "acknowledged by add" };
                 violations.push(Violation::over(
                     history,
                     format!(
-                        "element {element} was acknowledged at {:.1} ms but read {} (after sync, from {:.1} ms) \
-                         does not hold it",
-                        a.complete_ns as f64 / 1e6,
+                        "element {element} was in the set at {:.1} ms ({how} {by}) but read {} (after sync, from \
+                         {:.1} ms) does not hold it",
+                        t as f64 / 1e6,
                         r.id,
                         r.invoke_ns as f64 / 1e6
                     ),
-                    vec![a.id, r.id],
+                    vec![by, r.id],
                     Some(format!("e{element}")),
                 ));
             }
@@ -103,7 +126,7 @@ pub fn check(history: &History) -> CheckResult {
     let summary = format!(
         "{} adds ({} acknowledged, {unknown} unknown), {} reads ({} final)",
         adds.len(),
-        acked.len(),
+        acked,
         reads.len(),
         finals.len()
     );
@@ -121,7 +144,7 @@ fn sorted(v: &[i64]) -> Vec<i64> {
 
 /// Ids of ops, for tests.
 #[cfg(test)]
-fn ids(v: &super::Violation) -> Vec<crate::history::OpId> {
+fn ids(v: &super::Violation) -> Vec<OpId> {
     v.ops.clone()
 }
 
@@ -149,6 +172,19 @@ mod tests {
         assert_eq!(res.verdict, Verdict::Fail);
         assert!(res.violations.iter().any(|v| ids(v) == vec![a1, r] && v.message.contains("element 1")), "{res:?}");
         assert!(res.violations.iter().any(|v| v.message.contains("final reads disagree")));
+    }
+
+    #[test]
+    fn an_element_a_read_saw_cannot_vanish_even_if_its_add_is_unknown() {
+        let mut b = Hist::default();
+        b.op(0, "", Call::Add { element: 1 }, Outcome::Unknown, Ret::None, 0, 1);
+        let saw = read(&mut b, vec![1], 2, 3, false);
+        read(&mut b, vec![1], 4, 5, true);
+        assert_eq!(check(&b.h).verdict, Verdict::Pass);
+        let lost = read(&mut b, vec![], 6, 7, true);
+        let res = check(&b.h);
+        let v = res.violations.iter().find(|v| v.message.contains("seen by read")).expect("a lost element");
+        assert_eq!(ids(v), vec![saw, lost], "{res:?}");
     }
 
     #[test]
