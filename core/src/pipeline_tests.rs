@@ -171,3 +171,18 @@ fn a_refusal_is_an_error_entry_that_takes_a_zxid_and_changes_nothing() {
     let replayed = h.replay().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(replayed.zxid(), h.state.zxid());
 }
+
+#[test]
+fn a_sync_takes_a_zxid_and_later_replies_do_not_go_back() {
+    // testkeeper chaos's session checker found a read after a keeper-flavor sync reporting
+    // the zxid before the sync's: the no-op took a zxid but the state did not move to it.
+    let mut h = Harness::new(Flavor::Keeper);
+    let s = h.session();
+    let before = h.state.zxid();
+    let e = h.propose(s, Decide::Noop);
+    assert_eq!(e.zxid(), before + 1);
+    h.commit(e);
+    assert_eq!(h.state.zxid(), before + 1, "a read after the sync reports the sync's zxid");
+    let replayed = h.replay().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(replayed.zxid(), before + 1, "replay reaches the same zxid");
+}

@@ -146,7 +146,10 @@ impl State {
             self.zxid
         );
         let m = Mutation(());
-        if !matches!(entry.txn, Txn::Noop) {
+        // A sync's no-op takes a zxid as every logged request does (Keeper's storage zxid moves
+        // on for it, so a read after the sync reports at least the sync's zxid); only raft-rs's
+        // own empty entry of a new term carries none (zxid 0).
+        if !matches!(entry.txn, Txn::Noop) || entry.zxid > self.zxid {
             self.zxid = entry.zxid;
         }
         self.last_index = entry.index;
