@@ -1,20 +1,13 @@
-//! Which checkers judge which workload. The checkers themselves live in `check/`; each is a
-//! function of the history (`check::<name>::check(&History) -> CheckResult`), the white-box
-//! ones reading `History::cluster` when the embedded cluster ran.
+//! Which checkers judge a run: every checker whose ops the history holds (the checkers'
+//! [`check_history`]), the session guarantees, and on the embedded cluster the white-box
+//! checks over what its nodes applied.
 
-use crate::check::linear::{self, DEFAULT_BUDGET};
-use crate::check::{queue, set, CheckResult};
-use crate::config::Workload;
+use crate::check::{check_history, CheckOptions, CheckResult};
 use crate::history::History;
+use crate::record;
 
-/// Every checker that applies to a run of `w`, in the order the report lists them.
-pub fn run(w: Workload, h: &History) -> Vec<CheckResult> {
-    match w {
-        Workload::Register => vec![linear::check(h, 0, DEFAULT_BUDGET)],
-        Workload::Set => vec![set::check(h)],
-        Workload::Queue => vec![queue::check(h)],
-        Workload::Ids | Workload::Counter | Workload::Lock => {
-            vec![CheckResult::unknown(w.name(), format!("the {w} checker is not built yet: this run proves nothing"))]
-        }
-    }
+/// Every checker that applies to `h`, in the order the report lists them.
+pub fn run(h: &History) -> Vec<CheckResult> {
+    let wb = h.cluster.as_ref().map(|c| record::whitebox(c, &h.nemesis));
+    check_history(h, wb.as_ref(), &CheckOptions::default()).results
 }

@@ -238,7 +238,9 @@ impl RunConfig {
             broken: None,
             keys: 3,
             op_timeout: Duration::from_millis(1500),
-            session_timeout_ms: 4000,
+            // A lock node of a lost session blocks every other contender until the session
+            // expires: a short timeout keeps the lock workload moving.
+            session_timeout_ms: if workload == Workload::Lock { 1500 } else { 4000 },
         }
     }
 

@@ -127,7 +127,7 @@ pub async fn run(cfg: &RunConfig, say: &(dyn Fn(&str) + Sync)) -> Result<Report,
         history.cluster = Some(settle(&c, &tap, start).await);
         c.shutdown().await;
     }
-    let results = checks::run(cfg.workload, &history);
+    let results = checks::run(&history);
     Ok(Report {
         seed: cfg.seed,
         workload: cfg.workload.name().into(),

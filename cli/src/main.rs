@@ -2,8 +2,8 @@
 
 mod addr;
 mod bench;
-mod cluster_embedded;
 mod chaos;
+mod cluster_embedded;
 mod conform;
 mod digest;
 mod faults;
