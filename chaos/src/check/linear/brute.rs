@@ -11,7 +11,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{check, DEFAULT_BUDGET};
+use super::{check, check_key, KeyVerdict, DEFAULT_BUDGET};
 use crate::check::Verdict;
 use crate::history::{Call, History, Op, Outcome, Ret};
 use crate::testutil::Hist;
@@ -110,8 +110,22 @@ fn legal(ops: &[B], placed: &mut Vec<bool>, s: (i64, i32)) -> bool {
 }
 
 fn brute(h: &History, only: Option<&[usize]>, starts: &[(i64, i32)]) -> bool {
-    let ops: Vec<B> =
-        (h.ops.iter()).filter(|o| only.is_none_or(|ids| ids.contains(&o.id))).filter_map(meaning).collect();
+    brute_window(h, only, &[], starts)
+}
+
+/// Brute force on the ops `only` (all: `None`) as recorded and `maybe` as unknown.
+fn brute_window(h: &History, only: Option<&[usize]>, maybe: &[usize], starts: &[(i64, i32)]) -> bool {
+    let ops: Vec<B> = (h.ops.iter())
+        .filter_map(|o| match () {
+            _ if maybe.contains(&o.id) => {
+                let mut u = o.clone();
+                (u.outcome, u.ret) = (Outcome::Unknown, Ret::None);
+                meaning(&u)
+            }
+            _ if only.is_none_or(|ids| ids.contains(&o.id)) => meaning(o),
+            _ => None,
+        })
+        .collect();
     starts.iter().any(|s| legal(&ops, &mut vec![false; ops.len()], *s))
 }
 
@@ -142,7 +156,7 @@ fn all_starts(h: &History) -> Vec<(i64, i32)> {
 /// result is replaced by a random one, which may or may not make it impossible.
 fn random_history(seed: u64) -> History {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let n = rng.gen_range(2..=7);
+    let n = rng.gen_range(2..=9);
     let mut b = Hist::default();
     let mut points = Vec::new();
     for p in 0..n as u64 {
@@ -222,11 +236,16 @@ fn the_checker_agrees_with_brute_force_and_its_windows_are_proofs() {
             continue;
         }
         illegal_n += 1;
-        let v = &r.violations[0];
-        let starts = if v.message.contains("from any state") { all_starts(&h) } else { vec![(0, 0)] };
+        let (KeyVerdict::Violation { violation: v, maybe, from_any }, _) =
+            check_key(&h, "k", h.ops.iter().collect(), 0, DEFAULT_BUDGET)
+        else {
+            panic!("seed {seed}: the key's check disagrees with the history's")
+        };
+        assert_eq!(r.violations[0], v, "seed {seed}");
+        let starts = if from_any { all_starts(&h) } else { vec![(0, 0)] };
         assert!(
-            !brute(&h, Some(&v.ops), &starts),
-            "seed {seed}: the window {:?} is possible on its own ({})\n  {}",
+            !brute_window(&h, Some(&v.ops), &maybe, &starts),
+            "seed {seed}: the window {:?} (maybe {maybe:?}) is possible ({})\n  {}",
             v.ops,
             v.message,
             dump()

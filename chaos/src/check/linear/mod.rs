@@ -1,33 +1,49 @@
 //! Linearizability of the register workload, key by key (a history is linearizable exactly
 //! when each key's sub-history is: Herlihy & Wing's locality, which Porcupine calls
 //! P-compositionality), with the WGL search of `wgl` and the register model of `register`.
+//! An op whose outcome is unknown may take effect at any instant after its invocation, or
+//! never: its completion is at +infinity.
 //!
 //! When a key's history cannot be linearized, the checker narrows it to the smallest window
-//! that still cannot, so the report shows a handful of ops instead of thousands:
+//! that still cannot, so the report shows a handful of ops instead of thousands. It first
+//! scans short overlapping windows (32, then 512 completed ops), each from any state: most
+//! anomalies are local, and such a window is proven impossible for a fraction of what the
+//! whole prefix costs (a search that fails must exhaust every order it could try). When no
+//! short window shows it:
 //! 1. the earliest moment t at which the history as observed so far (ops completed by t with
 //!    their results, ops still running as unknown) is already impossible: a binary search,
 //!    since an observation that is impossible stays impossible;
-//! 2. the latest quiescent point c before t (no completed op spans it) such that the ops from
-//!    c to t, started from *any* state, still cannot be linearized: a binary search again;
-//! 3. within that window, every op whose result is not needed to show the contradiction is
-//!    relaxed to "unknown", one at a time, leaving the ops that are the evidence.
+//! 2. the latest instant a before t such that the ops from a to t, started from *any* state,
+//!    still cannot be linearized: ops that ended before a drop out, ops that span a become
+//!    unknown (they may have taken effect on either side). A later a only weakens the check
+//!    (split any linearization at a), so this is a binary search again;
+//! 3. within that window (or the scanned one), ops whose result is not needed to show the
+//!    contradiction are relaxed to "unknown", in halves and then in smaller chunks (delta
+//!    debugging), leaving the ops that are the evidence.
 //!
-//! Every narrowing step only weakens the check, so the window it ends with is a proof.
+//! Every narrowing step only weakens the check, and every window is searched before it is
+//! kept, so the window it ends with is a proof: the evidence ops, held to their recorded
+//! results, cannot be linearized even when every other op of the window (those that overlap
+//! them, and every unknown one) may or may not have taken effect. The
+//! narrowing's work is bounded (a number of searches and of states); when it runs out it
+//! reports the smallest window proven so far.
 //!
 //! # Layout
 //! - `wgl`: the search. - `register`: the model and the history's ops as the search's.
+//! - `narrow`: one key's check and the narrowing of its violation.
 //! - `tests`: hand-made and synthetic histories; `brute`: a cross-check against brute force.
 
+mod narrow;
 pub mod register;
 pub mod wgl;
 
 use std::collections::BTreeMap;
 
-use register::{lin_ops, RegState, Register, Role};
-use wgl::{search, Effort, Found};
+use narrow::KeyCheck;
+use wgl::Effort;
 
 use super::{CheckResult, Violation};
-use crate::history::{Call, History, Op, OpId, Outcome};
+use crate::history::{Call, History, Op, OpId};
 
 /// States one search may explore before it gives up (then the verdict is unknown).
 pub const DEFAULT_BUDGET: u64 = 5_000_000;
@@ -35,12 +51,21 @@ pub const DEFAULT_BUDGET: u64 = 5_000_000;
 /// Searches the narrowing of one key's violation may run.
 const NARROWING_RUNS: usize = 400;
 
+/// States the narrowing of one key's violation may explore in all (the first search's
+/// included).
+const NARROWING_STATES: u64 = 4 * DEFAULT_BUDGET;
+
 /// What one key's check found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyVerdict {
     Linearizable,
-    /// Not linearizable: the evidence.
-    Violation(Violation),
+    /// Not linearizable: the evidence (the ops held to their results), the ops of the window
+    /// that may or may not have taken effect, and whether the window starts from any state.
+    Violation {
+        violation: Violation,
+        maybe: Vec<OpId>,
+        from_any: bool,
+    },
     /// The search ran out of budget.
     Undecided,
 }
@@ -50,152 +75,11 @@ fn is_register(op: &Op) -> bool {
     matches!(op.call, Call::Read | Call::Write { .. } | Call::Cas { .. })
 }
 
-struct KeyCheck<'a> {
-    ops: Vec<&'a Op>,
-    init: i64,
-    budget: u64,
-    effort: Effort,
-    runs: usize,
-}
-
-impl<'a> KeyCheck<'a> {
-    /// Runs the search over `roles` (one per op of the key, `None` = left out).
-    fn run(&mut self, roles: &[Option<Role>], init: RegState) -> Found {
-        let view: Vec<(&Op, Role)> = (self.ops.iter().zip(roles)).filter_map(|(o, r)| r.map(|r| (*o, r))).collect();
-        let (found, effort) = search(&Register, init, &lin_ops(&view), self.budget);
-        self.effort.explored += effort.explored;
-        self.runs += 1;
-        found
-    }
-
-    /// The history as observed at `t`: done by `t` as recorded (a definite failure as one
-    /// that changed nothing), running at `t` or unknown as may-have-happened.
-    fn observed_at(&self, t: u64) -> Vec<Option<Role>> {
-        (self.ops.iter())
-            .map(|o| match () {
-                _ if o.invoke_ns > t => None,
-                _ if o.outcome != Outcome::Unknown && o.complete_ns <= t => Some(Role::AsRecorded),
-                _ => Some(Role::Relaxed),
-            })
-            .collect()
-    }
-
-    /// `base` cut at `c`: recorded ops started before `c` drop out (they all ended before
-    /// it), unknown ones stay as they may still happen.
-    fn cut(&self, base: &[Option<Role>], c: u64) -> Vec<Option<Role>> {
-        (self.ops.iter().zip(base))
-            .map(|(o, r)| match r {
-                Some(Role::AsRecorded) if o.invoke_ns < c => None,
-                other => *other,
-            })
-            .collect()
-    }
-
-    fn illegal(&mut self, roles: &[Option<Role>], init: RegState) -> Option<bool> {
-        match self.run(roles, init) {
-            Found::Linearizable(_) => Some(false),
-            Found::Illegal { .. } => Some(true),
-            Found::Exhausted => None,
-        }
-    }
-
-    fn check(&mut self, key: &str, history: &History) -> KeyVerdict {
-        let all: Vec<Option<Role>> = self.ops.iter().map(|_| Some(Role::AsRecorded)).collect();
-        let init = RegState::initial(self.init);
-        match self.run(&all, init) {
-            Found::Linearizable(_) => return KeyVerdict::Linearizable,
-            Found::Exhausted => return KeyVerdict::Undecided,
-            Found::Illegal { .. } => {}
-        }
-        // 1. The earliest impossible observation. At the last definite completion every
-        //    definite op is as recorded and only unknown ops are optional (some left out,
-        //    which cannot make an impossible history possible), so the search starts impossible.
-        let mut ends: Vec<u64> =
-            self.ops.iter().filter(|o| o.outcome != Outcome::Unknown).map(|o| o.complete_ns).collect();
-        ends.sort_unstable();
-        ends.dedup();
-        let (mut lo, mut hi) = (0, ends.len() - 1);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.illegal(&self.observed_at(ends[mid]), init) {
-                Some(true) => hi = mid,
-                Some(false) => lo = mid + 1,
-                None => return KeyVerdict::Undecided,
-            }
-        }
-        let t = ends[lo];
-        let observed = self.observed_at(t);
-        // 2. The latest quiescent cut that still shows it, from any state.
-        let mut cuts = Vec::new();
-        let mut reach = 0u64;
-        let mut recorded: Vec<&&Op> =
-            (self.ops.iter().zip(&observed)).filter(|(_, r)| **r == Some(Role::AsRecorded)).map(|(o, _)| o).collect();
-        recorded.sort_by_key(|o| o.invoke_ns);
-        for o in &recorded {
-            if o.invoke_ns > reach {
-                cuts.push(o.invoke_ns);
-            }
-            reach = reach.max(o.complete_ns);
-        }
-        let (mut window, mut from_any) = (observed.clone(), false);
-        let (mut lo, mut hi) = (0usize, cuts.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let w = self.cut(&observed, cuts[mid]);
-            match self.illegal(&w, RegState::any()) {
-                Some(true) => {
-                    (window, from_any) = (w, true);
-                    lo = mid + 1;
-                }
-                Some(false) => hi = mid,
-                None => return KeyVerdict::Undecided,
-            }
-        }
-        let start_state = if from_any { RegState::any() } else { init };
-        // 3. Relax what the contradiction does not need: halves first, then smaller chunks
-        //    (delta debugging), so a window of n ops costs O(k log n) searches for k left.
-        let mut needed: Vec<usize> = (0..window.len()).filter(|&i| window[i] == Some(Role::AsRecorded)).collect();
-        let mut chunk = needed.len().div_ceil(2).max(1);
-        while needed.len() > 1 && self.runs < NARROWING_RUNS {
-            let mut i = 0;
-            while i < needed.len() && needed.len() > 1 {
-                let end = (i + chunk).min(needed.len());
-                let mut w = window.clone();
-                for &j in &needed[i..end] {
-                    w[j] = Some(Role::Relaxed);
-                }
-                if self.illegal(&w, start_state) == Some(true) {
-                    window = w;
-                    needed.drain(i..end);
-                } else {
-                    i = end;
-                }
-            }
-            if chunk == 1 {
-                break;
-            }
-            chunk = chunk.div_ceil(2);
-        }
-        let evidence: Vec<OpId> =
-            (self.ops.iter().zip(&window)).filter(|(_, r)| **r == Some(Role::AsRecorded)).map(|(o, _)| o.id).collect();
-        let last = (self.ops.iter())
-            .find(|o| o.complete_ns == t && o.outcome != Outcome::Unknown)
-            .map(|o| o.describe())
-            .unwrap_or_default();
-        let from = if from_any { "from any state" } else { "from the initial value" };
-        let mut v = Violation::over(
-            history,
-            format!(
-                "{key}: no order of these {} ops is consistent with a register ({from}); the history became \
-                 impossible when {last} returned",
-                evidence.len()
-            ),
-            evidence,
-            Some(key.to_string()),
-        );
-        v.end_ns = v.end_ns.max(t);
-        KeyVerdict::Violation(v)
-    }
+/// Checks the ops of one key (all register ops, in history order), and what it cost.
+pub fn check_key(history: &History, key: &str, ops: Vec<&Op>, init: i64, budget: u64) -> (KeyVerdict, Effort) {
+    let mut kc = KeyCheck { ops, init, budget, effort: Effort::default(), runs: 0, scan_runs: 0 };
+    let verdict = kc.check(key, history);
+    (verdict, kc.effort)
 }
 
 /// Checks every key of the register workload (initial value `init` at version 0).
@@ -209,13 +93,13 @@ pub fn check(history: &History, init: i64, budget: u64) -> CheckResult {
     let (mut violations, mut undecided, mut explored, mut checked) = (Vec::new(), Vec::new(), 0u64, 0usize);
     for (key, ops) in &keys {
         checked += ops.len();
-        let mut kc = KeyCheck { ops: ops.clone(), init, budget, effort: Effort::default(), runs: 0 };
-        match kc.check(key, history) {
+        let (verdict, effort) = check_key(history, key, ops.clone(), init, budget);
+        match verdict {
             KeyVerdict::Linearizable => {}
-            KeyVerdict::Violation(v) => violations.push(v),
+            KeyVerdict::Violation { violation, .. } => violations.push(violation),
             KeyVerdict::Undecided => undecided.push(*key),
         }
-        explored += kc.effort.explored;
+        explored += effort.explored;
     }
     let summary = format!(
         "{checked} register ops on {} keys, {explored} search states; {} keys not linearizable",

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::check::Verdict;
+use crate::history::Outcome;
 use crate::synth::{corrupt_one_read, register_history, Shape};
 use crate::testutil::Hist;
 
@@ -25,6 +26,21 @@ fn a_corrupted_read_is_caught_in_a_small_window_that_holds_it() {
         assert!(v.ops.contains(&bad), "seed {seed}: window {:?} misses read #{bad}", v.ops);
         assert!(v.ops.len() <= 3, "seed {seed}: {} ops in the window: {}", v.ops.len(), v.message);
         assert_eq!(v.key, h.ops[bad].key);
+        // The window is a proof: searched again on its own (the evidence as recorded, the
+        // rest of it as maybe), it is impossible.
+        let key = v.key.clone().expect("a key");
+        let ops: Vec<&Op> = h.ops.iter().filter(|o| o.key.as_ref() == Some(&key) && is_register(o)).collect();
+        let (KeyVerdict::Violation { violation, maybe, from_any }, _) = check_key(&h, &key, ops, 0, DEFAULT_BUDGET)
+        else {
+            panic!("seed {seed}: the key's check disagrees")
+        };
+        assert_eq!(&violation, v);
+        let view: Vec<(&Op, register::Role)> = (violation.ops.iter().map(|i| (&h.ops[*i], register::Role::AsRecorded)))
+            .chain(maybe.iter().map(|i| (&h.ops[*i], register::Role::Relaxed)))
+            .collect();
+        let start = if from_any { register::RegState::any() } else { register::RegState::initial(0) };
+        let (found, _) = wgl::search(&register::Register, start, &register::lin_ops(&view), DEFAULT_BUDGET);
+        assert!(matches!(found, wgl::Found::Illegal { .. }), "seed {seed}: the window is possible: {found:?}");
     }
 }
 
@@ -69,4 +85,17 @@ fn an_unknown_write_explains_a_read_and_a_failed_cas_needs_another_version() {
 fn an_undecidable_history_is_unknown_not_a_pass() {
     let h = register_history(Shape { ops: 500, processes: 4, keys: 1, unknown: 0.0, seed: 1 });
     assert_eq!(check(&h, 0, 3).verdict, Verdict::Unknown);
+}
+
+#[test]
+fn ten_thousand_ops_with_unknowns_cost_states_in_proportion() {
+    // The cost is counted in search states, not time: deterministic, and what the
+    // algorithm's promise (about linear in the history for a register) is about.
+    for (ops, keys) in [(10_000, 10), (2_000, 2)] {
+        let h = register_history(Shape { ops, processes: 10, keys, unknown: 0.02, seed: 7 });
+        let r = check(&h, 0, DEFAULT_BUDGET);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.summary);
+        let states: u64 = r.summary.split(", ").nth(1).and_then(|s| s.split(' ').next()?.parse().ok()).expect("states");
+        assert!(states < 10 * ops as u64, "{ops} ops on {keys} keys: {states} states");
+    }
 }

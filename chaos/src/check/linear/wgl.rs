@@ -9,10 +9,12 @@
 //! before, which is what makes the search usually linear in the history's length.
 //!
 //! Unknown outcomes are *optional* ops: they have a call and no return, and a linearization
-//! may leave them out (as if they never happened, or happened after everything else). Two
-//! refinements keep many of them cheap, both exact:
+//! may leave them out (as if they never happened, or happened after everything else). Four
+//! refinements keep many of them cheap, all exact:
 //! - the search tries every required candidate before any optional one (an optional op is
 //!   only worth placing where the required ops cannot go on without it);
+//! - their calls are kept in a list of their own, so the required ops' pass never walks over
+//!   the unknown ops that pile up, never placed, at the front of the history;
 //! - optional ops with identical inputs (a `class`) are interchangeable once called, so only
 //!   the earliest not yet placed of each class is a candidate;
 //! - an optional op is not placed where it leads to a state the current one dominates
@@ -82,50 +84,73 @@ pub struct Effort {
     pub explored: u64,
 }
 
+/// The head of the list of required ops' calls and returns.
 const HEAD: usize = 0;
+/// The head of the list of optional ops' calls, kept apart so that the unknown ops that are
+/// never placed (they pile up at the front) cost nothing while required ops go ahead.
+const OPT_HEAD: usize = 1;
 const NIL: usize = usize::MAX;
 
-/// The entry list: index 0 is the head sentinel, entry k of the sorted list is at k + 1.
+/// The two entry lists, doubly linked so that lifting an op and undoing it are O(1).
 struct Entries {
     next: Vec<usize>,
     prev: Vec<usize>,
-    /// The op of each entry, and whether the entry is its return.
+    /// The op of each entry, whether the entry is its return, and its instant.
     op: Vec<usize>,
     is_ret: Vec<bool>,
+    time: Vec<u64>,
     call_at: Vec<usize>,
     ret_at: Vec<usize>,
 }
 
 impl Entries {
     fn new<I, O>(ops: &[LinOp<I, O>]) -> Entries {
-        let mut list: Vec<(u64, bool, usize)> = Vec::with_capacity(ops.len() * 2);
+        // (instant, is a return, op): required ops' calls and returns, optional ops' calls.
+        type Entry = (u64, bool, usize);
+        let (mut main, mut opt): (Vec<Entry>, Vec<Entry>) = (Vec::new(), Vec::new());
         for (i, o) in ops.iter().enumerate() {
-            list.push((o.call, false, i));
-            if let Some(r) = o.ret {
-                list.push((r.max(o.call), true, i));
+            match o.ret {
+                Some(r) => main.extend([(o.call, false, i), (r.max(o.call), true, i)]),
+                None => opt.push((o.call, false, i)),
             }
         }
         // Calls sort before returns at the same instant (false < true).
-        list.sort_unstable_by_key(|&(t, r, i)| (t, r, i));
-        let n = list.len() + 1;
+        main.sort_unstable();
+        opt.sort_unstable();
+        let n = 2 + main.len() + opt.len();
         let mut e = Entries {
-            next: (1..=n).map(|i| if i == n { NIL } else { i }).collect(),
-            prev: (0..n).map(|i| i.wrapping_sub(1)).collect(),
+            next: vec![NIL; n],
+            prev: vec![NIL; n],
             op: vec![0; n],
             is_ret: vec![false; n],
+            time: vec![0; n],
             call_at: vec![NIL; ops.len()],
             ret_at: vec![NIL; ops.len()],
         };
-        for (k, &(_, r, i)) in list.iter().enumerate() {
-            e.op[k + 1] = i;
-            e.is_ret[k + 1] = r;
-            if r {
-                e.ret_at[i] = k + 1;
-            } else {
-                e.call_at[i] = k + 1;
+        let mut x = 2;
+        for (head, list) in [(HEAD, &main), (OPT_HEAD, &opt)] {
+            let mut p = head;
+            for &(t, r, i) in list {
+                (e.next[p], e.prev[x]) = (x, p);
+                (e.op[x], e.is_ret[x], e.time[x]) = (i, r, t);
+                if r {
+                    e.ret_at[i] = x;
+                } else {
+                    e.call_at[i] = x;
+                }
+                (p, x) = (x, x + 1);
             }
         }
         e
+    }
+
+    /// The first return entry still in the list (there is one while a required op is left).
+    fn first_return(&self) -> usize {
+        let mut x = self.next[HEAD];
+        while x != NIL && !self.is_ret[x] {
+            x = self.next[x];
+        }
+        x
     }
 
     fn unlink(&mut self, x: usize) {
@@ -193,14 +218,18 @@ pub fn search<M: Model>(model: &M, init: M::State, ops: &[LinOp<M::Input, M::Out
     let (mut state, mut set) = (init, 0u128);
     let (mut depth, mut stuck) = (0usize, None);
     let (mut cur, mut optional_pass) = (e.next[HEAD], false);
+    // In the optional pass: the first return, which no op called after it may precede.
+    let mut limit = NIL;
     loop {
-        if cur == NIL || e.is_ret[cur] {
+        let end_of_pass =
+            if optional_pass { cur == NIL || e.time[cur] > e.time[limit] } else { cur == NIL || e.is_ret[cur] };
+        if end_of_pass {
             if !optional_pass {
-                (cur, optional_pass) = (e.next[HEAD], true);
+                (cur, optional_pass, limit) = (e.next[OPT_HEAD], true, cur);
                 continue;
             }
-            if stack.len() >= depth && cur != NIL {
-                (depth, stuck) = (stack.len(), Some(ops[e.op[cur]].tag));
+            if stack.len() >= depth && limit != NIL {
+                (depth, stuck) = (stack.len(), Some(ops[e.op[limit]].tag));
             }
             let Some(f) = stack.pop() else {
                 return (Found::Illegal { depth, stuck }, effort);
@@ -213,6 +242,9 @@ pub fn search<M: Model>(model: &M, init: M::State, ops: &[LinOp<M::Input, M::Out
                 placed[c as usize] -= 1;
             }
             (cur, optional_pass) = (e.next[e.call_at[f.op]], f.optional_pass);
+            if optional_pass {
+                limit = e.first_return();
+            }
             continue;
         }
         let i = e.op[cur];
