@@ -12,7 +12,7 @@
 //! unguarded add (ok or unknown) that began before it ended; reads that follow one another in
 //! real time never go down; the final reads (one per server, after heal) agree.
 
-use super::{CheckResult, Violation};
+use super::{largest_before, CheckResult, Violation};
 use crate::history::{Call, History, Op, OpId, Outcome};
 
 /// An unguarded add that was acknowledged or may have happened, or a guarded one that was
@@ -112,20 +112,11 @@ pub fn check(history: &History) -> CheckResult {
 
 /// A read that counted less than a read that ended before it began.
 fn decreasing(history: &History, reads: &[(&Op, i64)]) -> Vec<Violation> {
-    let mut by_end: Vec<(u64, i64, OpId)> = reads.iter().map(|(o, c)| (o.complete_ns, *c, o.id)).collect();
-    by_end.sort_unstable();
-    let mut by_start: Vec<&(&Op, i64)> = reads.iter().collect();
-    by_start.sort_by_key(|(o, _)| (o.invoke_ns, o.id));
-    let (mut k, mut best): (usize, Option<(i64, OpId)>) = (0, None);
+    let count: std::collections::HashMap<OpId, i64> = reads.iter().map(|(o, c)| (o.id, *c)).collect();
     let mut out = Vec::new();
-    for (r, count) in by_start {
-        while k < by_end.len() && by_end[k].0 < r.invoke_ns {
-            if best.is_none_or(|(m, _)| by_end[k].1 > m) {
-                best = Some((by_end[k].1, by_end[k].2));
-            }
-            k += 1;
-        }
-        if let Some((max, earlier)) = best.filter(|(m, _)| m > count) {
+    for (r, best) in largest_before(reads) {
+        let count = count[&r.id];
+        if let Some((max, earlier)) = best.filter(|(m, _)| *m > count) {
             let msg =
                 format!("read {} counted {count} after read {earlier} had counted {max}: the counter went down", r.id);
             out.push(Violation::over(history, msg, vec![earlier, r.id], None));

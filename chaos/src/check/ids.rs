@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::{CheckResult, Violation};
+use super::{largest_before, CheckResult, Violation};
 use crate::history::{Call, History, Op, OpId, Ret};
 
 /// Violations of one kind listed before the rest are only counted.
@@ -57,21 +57,11 @@ pub fn check(history: &History) -> CheckResult {
 
 /// Ops whose numbers are not above every number of an op that ended before they began.
 fn real_time(history: &History, ops: &[(&Op, &Vec<i64>, usize)]) -> Vec<Violation> {
-    let mut by_end: Vec<(u64, i64, OpId)> =
-        ops.iter().filter_map(|(o, ids, _)| ids.iter().max().map(|m| (o.complete_ns, *m, o.id))).collect();
-    by_end.sort_unstable();
-    let mut by_start: Vec<&(&Op, &Vec<i64>, usize)> = ops.iter().collect();
-    by_start.sort_by_key(|(o, _, _)| (o.invoke_ns, o.id));
-    let (mut k, mut best): (usize, Option<(i64, OpId)>) = (0, None);
+    let highest: Vec<(&Op, i64)> = ops.iter().filter_map(|(o, ids, _)| Some((*o, *ids.iter().max()?))).collect();
+    let lowest: HashMap<OpId, i64> = ops.iter().filter_map(|(o, ids, _)| Some((o.id, *ids.iter().min()?))).collect();
     let mut out = Vec::new();
-    for (o, ids, _) in by_start {
-        while k < by_end.len() && by_end[k].0 < o.invoke_ns {
-            if best.is_none_or(|(m, _)| by_end[k].1 > m) {
-                best = Some((by_end[k].1, by_end[k].2));
-            }
-            k += 1;
-        }
-        let (Some((max, before)), Some(low)) = (best, ids.iter().min()) else { continue };
+    for (o, best) in largest_before(&highest) {
+        let (Some((max, before)), Some(low)) = (best, lowest.get(&o.id)) else { continue };
         if *low <= max && out.len() < PER_KIND {
             let msg = format!(
                 "op {} got id {low} though op {before}, which ended before it began, already got {max}: \

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use report::{check_history, CheckOptions, Report};
 
-use crate::history::{History, OpId};
+use crate::history::{History, Op, OpId};
 
 /// Whether a checker's guarantee held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,4 +122,26 @@ impl CheckResult {
             violation_count: 0,
         }
     }
+}
+
+/// For each of `items` (an op, and the value that ranks it), in invocation order: the largest
+/// value among the items that completed before that op was invoked, and whose it was. The
+/// sweep behind "a later op never sees less than an earlier one" (ids, counter reads).
+pub(crate) fn largest_before<'a>(items: &[(&'a Op, i64)]) -> Vec<(&'a Op, Option<(i64, OpId)>)> {
+    let mut by_end: Vec<(u64, i64, OpId)> = items.iter().map(|(o, v)| (o.complete_ns, *v, o.id)).collect();
+    by_end.sort_unstable();
+    let mut by_start: Vec<&'a Op> = items.iter().map(|(o, _)| *o).collect();
+    by_start.sort_by_key(|o| (o.invoke_ns, o.id));
+    let (mut k, mut best): (usize, Option<(i64, OpId)>) = (0, None);
+    let mut out = Vec::with_capacity(by_start.len());
+    for o in by_start {
+        while k < by_end.len() && by_end[k].0 < o.invoke_ns {
+            if best.is_none_or(|(m, _)| by_end[k].1 > m) {
+                best = Some((by_end[k].1, by_end[k].2));
+            }
+            k += 1;
+        }
+        out.push((o, best));
+    }
+    out
 }
