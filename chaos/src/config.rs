@@ -62,6 +62,8 @@ pub enum Nemesis {
     KillLeader,
     /// Kill a node and lose what its disk had not synced, the first unsynced record torn.
     LoseTail,
+    /// Kill every node at once, each losing what its disk had not synced (a power cut).
+    CrashAll,
     /// Freeze a node's Raft driver.
     Pause,
     /// Cut the cluster into two random halves.
@@ -75,7 +77,7 @@ pub enum Nemesis {
 }
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 15] = [
+    pub const ALL: [Nemesis; 16] = [
         Nemesis::DropRequest,
         Nemesis::DropResponse,
         Nemesis::Delay,
@@ -86,6 +88,7 @@ impl Nemesis {
         Nemesis::Kill,
         Nemesis::KillLeader,
         Nemesis::LoseTail,
+        Nemesis::CrashAll,
         Nemesis::Pause,
         Nemesis::PartitionHalves,
         Nemesis::PartitionBridge,
@@ -106,6 +109,7 @@ impl Nemesis {
             Nemesis::Kill => "kill",
             Nemesis::KillLeader => "kill-leader",
             Nemesis::LoseTail => "lose-tail",
+            Nemesis::CrashAll => "crash-all",
             Nemesis::Pause => "pause",
             Nemesis::PartitionHalves => "partition-halves",
             Nemesis::PartitionBridge => "partition-bridge",

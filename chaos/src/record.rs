@@ -67,22 +67,24 @@ pub fn from_tap(log: &TapLog, start: Instant) -> ClusterRecord {
 /// (each kill, kill of the leader and lost tail is a crash of the node its detail names).
 pub fn whitebox(rec: &ClusterRecord, nemesis: &[NemesisEvent]) -> WhiteBox {
     let mut applied: BTreeMap<u64, NodeApplied> = BTreeMap::new();
-    // Only committed entries are ever applied, so every applied entry is in the committed log;
-    // the first node to apply an index speaks for it (the digest check compares the others).
+    // Only committed entries are applied, but a cluster that loses what it acknowledged (every
+    // node's tail gone at once) applies another entry at the same index later: the latest
+    // entry applied at an index, by any node, is the one the final log holds (the digest
+    // check compares the nodes).
     let mut committed: BTreeMap<u64, CommittedEntry> = BTreeMap::new();
     for a in &rec.applied {
         let n = applied.entry(a.node).or_insert_with(|| NodeApplied { node: a.node as usize, digests: Vec::new() });
         n.digests.push((a.index, a.digest));
-        committed.entry(a.index).or_insert_with(|| CommittedEntry {
-            index: a.index,
-            term: a.term,
-            effects: a.effects.clone(),
-        });
+        committed.insert(a.index, CommittedEntry { index: a.index, term: a.term, effects: a.effects.clone() });
     }
     let leaders = (rec.roles.iter())
         .filter(|r| r.role == "leader")
         .map(|r| LeaderSeen { term: r.term, node: r.node as usize, at_ns: r.at_ns })
         .collect();
+    let nodes: std::collections::BTreeSet<u64> = rec.applied.iter().map(|a| a.node).collect();
+    let every = (nemesis.iter())
+        .filter(|e| e.kind == "crash-all")
+        .flat_map(|e| nodes.iter().map(move |n| Crash { node: *n as usize, at_ns: e.start_ns }));
     let crashes = (nemesis.iter())
         .filter(|e| matches!(e.kind.as_str(), "kill" | "kill-leader" | "lose-tail"))
         .filter_map(|e| {
@@ -90,6 +92,7 @@ pub fn whitebox(rec: &ClusterRecord, nemesis: &[NemesisEvent]) -> WhiteBox {
                 e.detail.strip_prefix("killed node ")?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
             Some(Crash { node, at_ns: e.start_ns })
         })
+        .chain(every)
         .collect();
     WhiteBox {
         applied: applied.into_values().collect(),

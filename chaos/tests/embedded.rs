@@ -112,6 +112,11 @@ async fn forgetting_acknowledged_writes_on_leader_change_is_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledging_before_the_disk_has_it_is_caught_by_a_power_cut() {
+    caught(Broken::AckBeforeDurable, Workload::Set, "crash-all").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_applied_in_part_is_caught() {
     caught(Broken::PartialMulti, Workload::Counter, "none").await;
 }

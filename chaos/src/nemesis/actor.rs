@@ -30,6 +30,7 @@ pub enum Control {
 /// How to undo a started fault.
 enum Undo {
     Restart(u64),
+    RestartAll(Vec<u64>),
     Resume(u64),
     Heal,
     Links(Vec<(u64, u64)>),
@@ -93,6 +94,13 @@ impl Actor {
                 Nemesis::LoseTail => {
                     c.crash(node, true).await;
                     (format!("killed node {node}, its unsynced tail lost"), Undo::Restart(node))
+                }
+                Nemesis::CrashAll => {
+                    let ids = c.ids();
+                    for &id in &ids {
+                        c.crash(id, true).await;
+                    }
+                    ("killed every node, their unsynced tails lost".to_string(), Undo::RestartAll(ids))
                 }
                 Nemesis::KillLeader => {
                     let leader = c.leader().unwrap_or(node);
@@ -163,6 +171,12 @@ impl Actor {
             (_, Undo::Nothing) => Ok(()),
             (Control::Cluster(c), Undo::Restart(id)) => {
                 c.restart(id).await.map_err(|e| format!("restarting node {id}: {e}"))
+            }
+            (Control::Cluster(c), Undo::RestartAll(ids)) => {
+                for id in ids {
+                    c.restart(id).await.map_err(|e| format!("restarting node {id}: {e}"))?;
+                }
+                Ok(())
             }
             (Control::Cluster(c), Undo::Resume(id)) => {
                 c.resume(id);

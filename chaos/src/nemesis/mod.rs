@@ -78,6 +78,7 @@ pub fn describe(w: &Window, nodes: usize) -> String {
         Nemesis::Pause => format!("pause node {}", victim(nodes, w.pick)),
         Nemesis::PartitionIsolate => format!("isolate node {}", victim(nodes, w.pick)),
         Nemesis::KillLeader => "kill the leader".to_string(),
+        Nemesis::CrashAll => "kill every node, each losing its unsynced tail".to_string(),
         Nemesis::PartitionHalves => {
             let ids = shuffled(nodes, w.pick);
             let (a, b) = ids.split_at(nodes / 2);
