@@ -71,6 +71,40 @@ impl Report {
         s
     }
 
+    /// The run as a JUnit XML test suite (`--junit FILE`): one test case per checker, a
+    /// failure for a violation (its windows as the text), a skip for a checker that could not
+    /// decide, so CI systems show each checker on its own.
+    pub fn junit(&self) -> String {
+        let failures = self.results.iter().filter(|r| r.verdict == Verdict::Fail).count();
+        let skipped = self.results.iter().filter(|r| r.verdict == Verdict::Unknown).count();
+        let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            s,
+            "<testsuite name=\"testkeeper chaos {} seed {}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{:.3}\">",
+            xml(&self.workload),
+            self.seed,
+            self.results.len(),
+            self.elapsed_ms as f64 / 1e3
+        );
+        let _ = writeln!(s, "  <properties><property name=\"replay\" value=\"{}\"/></properties>", xml(&self.replay));
+        for r in &self.results {
+            let _ = write!(s, "  <testcase classname=\"chaos.{}\" name=\"{}\"", xml(&self.workload), xml(&r.checker));
+            match r.verdict {
+                Verdict::Pass => s.push_str("/>\n"),
+                Verdict::Unknown => {
+                    let _ = writeln!(s, "><skipped message=\"{}\"/></testcase>", xml(&r.summary));
+                }
+                Verdict::Fail => {
+                    let windows: String = r.violations.iter().map(|v| self.window(v)).collect();
+                    let _ =
+                        writeln!(s, "><failure message=\"{}\">{}</failure></testcase>", xml(&r.summary), xml(&windows));
+                }
+            }
+        }
+        s.push_str("</testsuite>\n");
+        s
+    }
+
     /// One violation: the message, its window, the ops that show it and the nemesis windows
     /// that overlap it.
     fn window(&self, v: &Violation) -> String {
@@ -93,5 +127,52 @@ impl Report {
             }
         }
         s
+    }
+}
+
+/// `text` with XML's five special characters escaped.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(results: Vec<CheckResult>) -> Report {
+        Report {
+            seed: 7,
+            workload: "register".into(),
+            nemeses: vec![],
+            target: "t".into(),
+            schedule: vec![],
+            replay: "testkeeper chaos --seed 7".into(),
+            elapsed_ms: 1500,
+            results,
+            history: History::default(),
+        }
+    }
+
+    #[test]
+    fn junit_has_a_case_per_checker_and_escapes_what_it_quotes() {
+        let bad = Violation {
+            message: "read <stale> & \"old\"".into(),
+            start_ns: 0,
+            end_ns: 1,
+            ops: vec![],
+            key: None,
+            evidence: vec![],
+        };
+        let r = report(vec![
+            CheckResult::from_violations("linearizable", "1 key".into(), vec![bad]),
+            CheckResult::from_violations("session", "ok".into(), vec![]),
+            CheckResult::unknown("set", "no final read".into()),
+        ]);
+        let x = r.junit();
+        assert!(x.contains("tests=\"3\" failures=\"1\" skipped=\"1\""), "{x}");
+        assert!(x.contains("<testcase classname=\"chaos.register\" name=\"session\"/>"), "{x}");
+        assert!(x.contains("read &lt;stale&gt; &amp; &quot;old&quot;") && !x.contains("<stale>"), "{x}");
+        assert!(x.contains("<skipped message=\"no final read\"/>"), "{x}");
+        assert!(!r.passed() && r.violated());
     }
 }

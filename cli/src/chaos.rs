@@ -61,6 +61,9 @@ pub struct ChaosArgs {
     /// Write the full report (schedule, results, the whole history) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
+    /// Write the checkers' results as a JUnit XML test suite to FILE (one case per checker).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<std::path::PathBuf>,
 }
 
 /// Runs `chaos`; the exit status says how the run was judged.
@@ -81,10 +84,11 @@ pub async fn run(args: ChaosArgs) -> ExitCode {
         }
     };
     print!("{}", report.text());
-    if let Some(path) = &args.json {
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| std::fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display())));
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string());
+    for (path, bytes) in [(&args.json, json), (&args.junit, Ok(report.junit().into_bytes()))] {
+        let Some(path) = path else { continue };
+        let written =
+            bytes.and_then(|b| std::fs::write(path, b).map_err(|e| format!("writing {}: {e}", path.display())));
         if let Err(e) = written {
             eprintln!("testkeeper chaos: {e}");
             return ExitCode::from(3);
