@@ -224,6 +224,8 @@ pub struct RunConfig {
     pub op_timeout: Duration,
     /// Session timeout the clients ask for.
     pub session_timeout_ms: i32,
+    /// Counts the main phase's completed ops as they happen, for a live progress line.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl RunConfig {
@@ -245,6 +247,7 @@ impl RunConfig {
             // A lock node of a lost session blocks every other contender until the session
             // expires: a short timeout keeps the lock workload moving.
             session_timeout_ms: if workload == Workload::Lock { 1500 } else { 4000 },
+            progress: None,
         }
     }
 

@@ -129,6 +129,9 @@ pub async fn run(sh: Arc<Shared>, w: usize) -> Vec<Op> {
         let step = workload::next(&sh.cfg, &mut rng, &mut st);
         let (op, end) = invoke(&sh, c, process, w, step, &mut st, sh.kicks.get(w)).await;
         ops.push(op);
+        if let Some(p) = &sh.cfg.progress {
+            p.fetch_add(1, Ordering::Relaxed);
+        }
         if end {
             conn = None;
             st.session_lost();

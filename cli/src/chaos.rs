@@ -6,6 +6,8 @@
 //! could not be judged (the target failed, or a checker could not decide).
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -76,7 +78,24 @@ pub async fn run(args: ChaosArgs) -> ExitCode {
         }
     };
     println!("seed {}", cfg.seed);
-    let report = match testkeeper_chaos::run::run(&cfg, &|line| println!("{line}")).await {
+    // A live line of the main phase's ops on a terminal (nothing in CI or into a pipe).
+    let mut cfg = cfg;
+    let done = Arc::new(AtomicUsize::new(0));
+    cfg.progress = Some(done.clone());
+    let bar = crate::progress::bar(cfg.ops as u64, "chaos");
+    let ticker = {
+        let (bar, done) = (bar.clone(), done.clone());
+        tokio::spawn(async move {
+            loop {
+                bar.set_position(done.load(Ordering::Relaxed) as u64);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let result = testkeeper_chaos::run::run(&cfg, &|line| bar.suspend(|| println!("{line}"))).await;
+    ticker.abort();
+    bar.finish_and_clear();
+    let report = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("testkeeper chaos: {e}");
