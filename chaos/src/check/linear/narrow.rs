@@ -115,6 +115,8 @@ impl<'a> KeyCheck<'a> {
     /// The first short window, from any state, that is proven impossible.
     fn scan(&mut self) -> Option<Vec<Option<Role>>> {
         let ends = self.ends();
+        // The scan gets one budget's worth of states, whatever is left for the narrowing.
+        let stop = self.effort.explored + self.budget;
         for w in SCAN_WINDOWS {
             if ends.len() < 2 {
                 break;
@@ -124,8 +126,12 @@ impl<'a> KeyCheck<'a> {
                 let a = if k >= w { ends[k - w] } else { 0 };
                 let roles = self.starting_at(&self.observed_at(ends[k]), a);
                 let size = roles.iter().filter(|r| r.is_some()).count() as u64;
+                let left = stop.saturating_sub(self.effort.explored);
+                if left == 0 {
+                    return None;
+                }
                 self.scan_runs += 1;
-                if self.proven(&roles, RegState::any(), (size * SCAN_STATES_PER_OP).max(2_000)) {
+                if self.proven(&roles, RegState::any(), (size * SCAN_STATES_PER_OP).max(2_000).min(left)) {
                     return Some(roles);
                 }
                 if k == ends.len() - 1 {
