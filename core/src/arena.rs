@@ -3,18 +3,26 @@
 //! Chunks instead of one `Vec`: a million-node `Vec` doubles by copying ~100 MB inside one
 //! request (a latency spike) and, with allocators that do not `mremap`, leaves the old block
 //! resident for a while. Chunks never move, so growth costs one chunk at a time.
+//!
+//! Chunks are shared copy-on-write (`Arc`): cloning the arena, which a snapshot does under the
+//! engine's lock, copies one pointer per chunk instead of every node and its blob (at a million
+//! znodes, a full copy held the lock for a large part of the serialization time it was meant
+//! to avoid). While a clone is alive, the first write to a chunk copies that chunk alone.
+
+use std::sync::Arc;
 
 use super::node::Node;
 
-/// Slots per chunk: as many as fit in 256 KiB (4096 of 64 bytes). A power-of-two byte size
-/// is a size class of its own in allocators that bin large blocks (mimalloc), so no rounded-up
-/// tail is paid per chunk; slot arithmetic divides by a constant, which compiles to a multiply.
-const CHUNK: usize = (256 << 10) / std::mem::size_of::<Option<Node>>();
+/// Slots per chunk: as many as fit in 256 KiB with the `Arc`'s two counters (4095 of 64
+/// bytes). A power-of-two byte size is a size class of its own in allocators that bin large
+/// blocks (mimalloc), so no rounded-up tail is paid per chunk; slot arithmetic divides by a
+/// constant, which compiles to a multiply.
+const CHUNK: usize = ((256 << 10) - 2 * std::mem::size_of::<usize>()) / std::mem::size_of::<Option<Node>>();
 
 /// Nodes by slot, with freed slots reused first.
 #[derive(Debug, Clone, Default)]
 pub struct Arena {
-    chunks: Vec<Box<[Option<Node>]>>,
+    chunks: Vec<Arc<[Option<Node>]>>,
     /// Slots handed out so far (free or not).
     used: u32,
     free: Vec<u32>,
@@ -25,8 +33,9 @@ impl Arena {
         &self.chunks[id as usize / CHUNK][id as usize % CHUNK]
     }
 
+    /// The slot, writable: a chunk still shared with a clone is copied first.
     fn at_mut(&mut self, id: u32) -> &mut Option<Node> {
-        &mut self.chunks[id as usize / CHUNK][id as usize % CHUNK]
+        &mut Arc::make_mut(&mut self.chunks[id as usize / CHUNK])[id as usize % CHUNK]
     }
 
     /// The node in a live slot.
@@ -90,6 +99,34 @@ mod tests {
         assert_eq!(a.insert(node("again")), 5);
         assert_eq!(a.node(5).name(), "again");
         assert_eq!(a.chunks.len(), 2);
+    }
+
+    #[test]
+    fn a_clone_shares_chunks_until_one_side_writes() {
+        let mut a = Arena::default();
+        let ids: Vec<u32> = (0..CHUNK + 1).map(|i| a.insert(node(&i.to_string()))).collect();
+        let snapshot = a.clone();
+        assert!(a.chunks.iter().zip(&snapshot.chunks).all(|(x, y)| Arc::ptr_eq(x, y)));
+        a.remove(ids[1]);
+        a.node_mut(ids[CHUNK]).stat.version = 7;
+        // The writes copied the chunks they touched; the clone still sees the old nodes.
+        assert!(!Arc::ptr_eq(&a.chunks[0], &snapshot.chunks[0]));
+        assert_eq!(snapshot.node(ids[1]).name(), "1");
+        assert_eq!(snapshot.node(ids[CHUNK]).stat.version, 0);
+        assert_eq!(a.node(ids[CHUNK]).stat.version, 7);
+        assert_eq!(a.insert(node("new")), ids[1]);
+        assert_eq!(snapshot.node(ids[1]).name(), "1");
+        // Once the clone is gone, writes no longer copy.
+        drop(snapshot);
+        let before = Arc::as_ptr(&a.chunks[0]);
+        a.node_mut(ids[0]).stat.version = 1;
+        assert_eq!(Arc::as_ptr(&a.chunks[0]), before);
+    }
+
+    #[test]
+    fn a_chunk_with_its_counters_fits_256_kib() {
+        assert!(CHUNK * std::mem::size_of::<Option<Node>>() + 2 * std::mem::size_of::<usize>() <= 256 << 10);
+        assert_eq!(CHUNK, 4095);
     }
 
     #[test]

@@ -176,6 +176,9 @@ fn mntr(e: &Engine) -> String {
     let l = &e.log_info;
     kv(&mut s, "last_log_index", &l.last_index);
     kv(&mut s, "last_snapshot_index", &l.last_snapshot_index);
+    kv(&mut s, "last_snapshot_copy_us", &l.last_snapshot_copy_us);
+    kv(&mut s, "last_snapshot_write_us", &l.last_snapshot_write_us);
+    kv(&mut s, "last_log_compact_us", &l.last_compact_us);
     kv(&mut s, "cnt_fsynctime", &l.syncs);
     kv(
         &mut s,

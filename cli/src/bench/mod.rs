@@ -10,7 +10,9 @@
 //! - `mix`: op kinds, weights, and how requests are built over the key space.
 //! - `load`: sessions, pipelining, the measured loop, and znode population.
 //! - `stats`: hdrhistogram recorders, error counts, medians.
-//! - `spawn`: starting this binary's `serve` or Debian's ZooKeeper, timing `imok`, VmRSS.
+//! - `spawn`: starting this binary's `serve` (in memory or on a data directory), another
+//!   build's, or Debian's ZooKeeper, timing `imok`, VmRSS.
+//! - `startup`: `--start-znodes`, start time with a big snapshot and the snapshot's lock time.
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
 //! - `report`: the summary (medians, ratios) and the embedded start time.
 //! - `watch_load`: `--watch-load`, the three watch workloads (fire, expire, setWatches).
@@ -20,6 +22,7 @@ mod mix;
 mod plot;
 mod report;
 mod spawn;
+mod startup;
 mod stats;
 mod watch_load;
 
@@ -46,9 +49,27 @@ pub struct BenchArgs {
     /// Start `testkeeper serve` (this binary) on a free port and measure it.
     #[arg(long)]
     pub spawn_testkeeper: bool,
-    /// Start Debian's Apache ZooKeeper 3.8 (forceSync=no) on a free port and measure it.
+    /// Start Debian's Apache ZooKeeper 3.8 (forceSync=no, or yes with --durable) on a free
+    /// port and measure it.
     #[arg(long)]
     pub spawn_zookeeper: bool,
+    /// Durable servers: the spawned testkeeper serves a fresh data directory with `--fsync
+    /// always`, the spawned ZooKeeper runs with `forceSync=yes`; both directories under the
+    /// system temp directory, so on one disk.
+    #[arg(long)]
+    pub durable: bool,
+    /// Start this other testkeeper binary (`BIN serve`, in memory) as the second server,
+    /// labelled `baseline`: this build against an earlier one in one run.
+    #[arg(long, value_name = "BIN", conflicts_with_all = ["vs", "spawn_zookeeper", "durable"])]
+    pub spawn_baseline: Option<PathBuf>,
+    /// Instead of a workload: start time with an N-znode snapshot, testkeeper against
+    /// ZooKeeper loading the same tree from its own snapshot, and how long testkeeper's
+    /// snapshot of that tree holds the engine's lock.
+    #[arg(long, value_name = "N", conflicts_with_all = ["target", "vs"])]
+    pub start_znodes: Option<u64>,
+    /// Timed restarts per server with --start-znodes.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub restarts: u64,
     /// Start the spawned testkeeper with `--no-digest`.
     #[arg(long)]
     pub no_digest: bool,
@@ -121,6 +142,14 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         mix: Mix::parse(&args.mix)?,
     };
     let seed = args.seed.unwrap_or_else(rand::random);
+    if let Some(n) = args.start_znodes {
+        println!(
+            "bench: seed {seed}, start time with {n} znodes of {} B, {} restart(s)",
+            args.value_size, args.restarts
+        );
+        let out = startup::measure(n, args.value_size, seed, args.restarts as usize).await?;
+        return write_json(args.json.as_deref(), &json!({ "start_with_snapshot": out }));
+    }
     let mut targets = start_targets(&args).await?;
     println!(
         "bench: seed {seed}, {} session(s) x {} in flight, {} ops/round, {} round(s), mix {}",
@@ -142,7 +171,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),
             "watch_load": watch,
         });
-        return write_json(args.json.as_ref(), &out);
+        return write_json(args.json.as_deref(), &out);
     }
     let warm = LoadConfig { ops: args.warmup.unwrap_or(cfg.ops / 4), ..cfg.clone() };
     if warm.ops > 0 {
@@ -189,7 +218,8 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         "config": {
             "sessions": cfg.sessions, "pipeline": cfg.pipeline, "ops": cfg.ops, "rounds": args.rounds,
             "keys": cfg.keys, "value_size": cfg.value_size, "mix": cfg.mix.describe(), "seed": seed,
-            "warmup": warm.ops, "no_digest": args.no_digest,
+            "warmup": warm.ops, "no_digest": args.no_digest, "durable": args.durable,
+            "baseline": args.spawn_baseline.as_ref().map(|p| p.display().to_string()),
         },
         "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),
         "rounds": rounds,
@@ -197,10 +227,11 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         "memory": memory,
         "embedded_start": embedded,
     });
-    write_json(args.json.as_ref(), &out)
+    write_json(args.json.as_deref(), &out)
 }
 
-fn write_json(path: Option<&PathBuf>, out: &Value) -> Result<(), String> {
+/// Writes the report to `path`, if given.
+fn write_json(path: Option<&std::path::Path>, out: &Value) -> Result<(), String> {
     if let Some(path) = path {
         let text = serde_json::to_string_pretty(out).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -212,18 +243,33 @@ fn write_json(path: Option<&PathBuf>, out: &Value) -> Result<(), String> {
 /// spawned ZooKeeper).
 async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
-    let no_digest = args.no_digest;
     let blocking = |r: Result<Result<spawn::Spawned, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string())?;
     if let Some(hp) = &args.target {
         out.push(Target::new("target", hp.reachable().await, None));
     } else if args.spawn_testkeeper {
-        let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(no_digest)).await)?;
+        let opts = spawn::TkOptions {
+            no_digest: args.no_digest,
+            data_dir: args.durable.then(|| spawn::temp_data_dir("tk")),
+            fsync: args.durable.then_some("always"),
+            ..spawn::TkOptions::default()
+        };
+        let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(&opts)).await)?;
         out.push(Target::new(s.label, s.addr, Some(s)));
     }
     if let Some(hp) = &args.vs {
         out.push(Target::new("vs", hp.reachable().await, None));
+    } else if let Some(bin) = &args.spawn_baseline {
+        let opts = spawn::TkOptions {
+            bin: Some(bin.clone()),
+            label: Some("baseline"),
+            no_digest: args.no_digest,
+            ..spawn::TkOptions::default()
+        };
+        let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(&opts)).await)?;
+        out.push(Target::new(s.label, s.addr, Some(s)));
     } else if args.spawn_zookeeper {
-        let s = blocking(tokio::task::spawn_blocking(spawn::zookeeper).await)?;
+        let durable = args.durable;
+        let s = blocking(tokio::task::spawn_blocking(move || spawn::zookeeper(durable)).await)?;
         out.push(Target::new(s.label, s.addr, Some(s)));
     }
     if out.is_empty() {

@@ -1,9 +1,12 @@
-//! Servers the bench starts itself: this binary's `serve`, or Debian's Apache ZooKeeper 3.8,
-//! each on a free loopback port, timed from spawn to the first `imok`.
+//! Servers the bench starts itself: this binary's `serve` (or another build's, for a side by
+//! side with an earlier release), or Debian's Apache ZooKeeper 3.8, each on a free loopback
+//! port, timed from spawn to the first `imok`.
 //!
 //! ZooKeeper is started the way `tests/src/zookeeper.rs` starts it (the JVM directly, a
-//! private conf dir first on the classpath, `forceSync=no`), so the PID we hold is the server
-//! and its RSS is the server's. Both children are killed by PID when dropped.
+//! private conf dir first on the classpath, `forceSync=no` unless durable), so the PID we hold
+//! is the server and its RSS is the server's. Both children are killed by PID when dropped;
+//! their data directories, under the system temp directory (one disk for both), are removed
+//! then unless kept for a restart.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -26,13 +29,24 @@ pub struct Spawned {
     pub addr: SocketAddr,
     /// Spawn to the first `imok` answer to `ruok`.
     pub launch_to_imok: Duration,
+    /// Spawn until it serves requests: `imok` for testkeeper (it listens once recovered),
+    /// `srvr` reporting a Mode for ZooKeeper (whose `imok` can come before its data is loaded).
+    pub launch_to_serving: Duration,
     child: Child,
+    /// Its data directory, removed on drop unless `keep`.
     dir: Option<PathBuf>,
+    keep: bool,
 }
 
 impl Spawned {
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// SIGKILLs the server and returns its data directory, left in place for a restart.
+    pub fn kill_keeping_dir(mut self) -> Option<PathBuf> {
+        self.keep = true;
+        self.dir.clone()
     }
 }
 
@@ -40,10 +54,28 @@ impl Drop for Spawned {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(d) = &self.dir {
+        if let (Some(d), false) = (&self.dir, self.keep) {
             let _ = std::fs::remove_dir_all(d);
         }
     }
+}
+
+/// How to start a testkeeper.
+#[derive(Debug, Clone, Default)]
+pub struct TkOptions {
+    /// Another build's binary (default: this one).
+    pub bin: Option<PathBuf>,
+    pub label: Option<&'static str>,
+    pub no_digest: bool,
+    /// Serve this data directory (created if missing) instead of memory.
+    pub data_dir: Option<PathBuf>,
+    /// `--fsync` with a data directory.
+    pub fsync: Option<&'static str>,
+}
+
+/// A fresh data directory under the system temp directory, named for `what`.
+pub fn temp_data_dir(what: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("testkeeper-bench-{what}-{}-{}", std::process::id(), free_port().unwrap_or(0)))
 }
 
 /// A port nobody listens on right now (another process may still take it before we bind).
@@ -54,8 +86,14 @@ pub fn free_port() -> Result<u16, String> {
 
 /// Sends a four-letter word and reads the answer until the server closes.
 pub fn four_letter_word(addr: SocketAddr, word: &str) -> std::io::Result<String> {
+    four_letter_word_within(addr, word, Duration::from_secs(2))
+}
+
+/// [`four_letter_word`] waiting up to `timeout` for the answer (`csnp` on a big tree answers
+/// only once it has the engine's lock: how long that takes is what the bench measures).
+pub fn four_letter_word_within(addr: SocketAddr, word: &str, timeout: Duration) -> std::io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_read_timeout(Some(timeout))?;
     s.write_all(word.as_bytes())?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
@@ -88,35 +126,55 @@ fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -
     }
 }
 
-/// Starts `testkeeper serve` (this very binary) on a free port.
+/// Starts `testkeeper serve` (this very binary, or `opts.bin`) on a free port.
 ///
 /// # Errors
 /// The binary cannot be found or spawned, or never answers `imok`.
-pub fn testkeeper(no_digest: bool) -> Result<Spawned, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
+    let exe = match &opts.bin {
+        Some(b) => b.clone(),
+        None => std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?,
+    };
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(&exe);
     cmd.arg("serve").arg("--listen").arg(addr.to_string());
-    if no_digest {
+    if opts.no_digest {
         cmd.arg("--no-digest");
     }
+    if let Some(d) = &opts.data_dir {
+        cmd.arg("--data-dir").arg(d);
+        if let Some(f) = opts.fsync {
+            cmd.args(["--fsync", f]);
+        }
+    }
     cmd.env("RUST_LOG", "warn").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let label = opts.label.unwrap_or("testkeeper");
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("spawning testkeeper serve: {e}"))?;
-    let launch_to_imok = wait_imok("testkeeper", &mut child, addr, start)?;
-    Ok(Spawned { label: "testkeeper", addr, launch_to_imok, child, dir: None })
+    let mut child = cmd.spawn().map_err(|e| format!("spawning {} serve: {e}", exe.display()))?;
+    let launch_to_imok = wait_imok(label, &mut child, addr, start)?;
+    let dir = opts.data_dir.clone();
+    Ok(Spawned { label, addr, launch_to_imok, launch_to_serving: launch_to_imok, child, dir, keep: false })
 }
 
-/// Starts Debian's ZooKeeper 3.8 standalone on a free port with `forceSync=no`.
+/// Starts Debian's ZooKeeper 3.8 standalone on a free port in a fresh directory, with
+/// `forceSync=yes` when `force_sync` (an fsync before every acknowledged write), else `no`.
 ///
 /// # Errors
 /// ZooKeeper or java is missing, or the server never answers `imok`.
-pub fn zookeeper() -> Result<Spawned, String> {
+pub fn zookeeper(force_sync: bool) -> Result<Spawned, String> {
+    zookeeper_in(&temp_data_dir("zk"), force_sync)
+}
+
+/// [`zookeeper`] on `dir` (its conf and data; a restart finds the data where it left it).
+///
+/// # Errors
+/// As [`zookeeper`].
+pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, String> {
     if !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
         return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
     }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
-    let dir = std::env::temp_dir().join(format!("testkeeper-bench-zk-{}-{}", std::process::id(), addr.port()));
+    let dir = dir.to_path_buf();
     let conf = dir.join("conf");
     let data = dir.join("data");
     let io = |e: std::io::Error| format!("preparing {}: {e}", dir.display());
@@ -124,9 +182,10 @@ pub fn zookeeper() -> Result<Spawned, String> {
     std::fs::create_dir_all(&data).map_err(io)?;
     let cfg = format!(
         "tickTime=2000\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
-         forceSync=no\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+         forceSync={}\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
         data.display(),
-        addr.port()
+        addr.port(),
+        if force_sync { "yes" } else { "no" }
     );
     std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
     let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
@@ -146,7 +205,15 @@ pub fn zookeeper() -> Result<Spawned, String> {
     let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
     let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;
     // Owned from here on, so an error below still kills the JVM.
-    let spawned = Spawned { label: "zookeeper", addr, launch_to_imok, child, dir: Some(dir) };
+    let mut spawned = Spawned {
+        label: "zookeeper",
+        addr,
+        launch_to_imok,
+        launch_to_serving: launch_to_imok,
+        child,
+        dir: Some(dir),
+        keep: false,
+    };
     // imok comes as soon as the listener is up; wait until it really serves requests.
     while !four_letter_word(addr, "srvr").unwrap_or_default().contains("Mode: ") {
         if start.elapsed() > STARTUP_TIMEOUT {
@@ -154,5 +221,6 @@ pub fn zookeeper() -> Result<Spawned, String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    spawned.launch_to_serving = start.elapsed();
     Ok(spawned)
 }

@@ -55,6 +55,10 @@ pub struct LogInfo {
     pub last_snapshot_bytes: u64,
     /// How long the last snapshot held the lock (copying the state), µs.
     pub last_snapshot_copy_us: u64,
+    /// How long the last snapshot took off the lock (serialize, compress, write, fsync), µs.
+    pub last_snapshot_write_us: u64,
+    /// How long compacting the log below the last snapshot held the lock, µs.
+    pub last_compact_us: u64,
     /// Flushes of the log, and the time they took.
     pub syncs: u64,
     pub sync_us_total: u64,
@@ -71,6 +75,8 @@ impl LogInfo {
             last_snapshot_index: if log.first_index() > 1 { log.first_index() - 1 } else { 0 },
             last_snapshot_bytes: 0,
             last_snapshot_copy_us: 0,
+            last_snapshot_write_us: 0,
+            last_compact_us: 0,
             syncs: 0,
             sync_us_total: 0,
             sync_us_max: 0,

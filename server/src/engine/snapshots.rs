@@ -42,9 +42,10 @@ impl Engine {
             Some(Ok(t)) => {
                 let below = s.compact_below(t.index);
                 let file = t.path.as_ref().map_or_else(|| "(memory)".to_string(), |p| p.display().to_string());
-                info!(index = t.index, bytes = t.bytes, write_ms = t.write_ms, %file, "snapshot written");
+                info!(index = t.index, bytes = t.bytes, write_ms = t.write_us / 1000, %file, "snapshot written");
                 self.log_info.last_snapshot_index = t.index;
                 self.log_info.last_snapshot_bytes = t.bytes;
+                self.log_info.last_snapshot_write_us = t.write_us;
                 if let Some(r) = self.replica.as_mut() {
                     // A cluster node's log is the driver's: it compacts, and offers the body.
                     if let Some(body) = t.body {
@@ -52,9 +53,11 @@ impl Engine {
                     }
                     return;
                 }
+                let started = Instant::now();
                 if let Err(e) = self.log.compact_to(below) {
                     error!(error = %e, "compacting the log below the snapshot failed; it stays whole");
                 }
+                self.log_info.last_compact_us = started.elapsed().as_micros() as u64;
                 self.log_info.first_index = self.log.first_index();
             }
             Some(Err(e)) => error!(error = %e, "writing a snapshot failed; the log is kept whole"),

@@ -69,6 +69,27 @@ pub fn registry(e: &Engine) -> Registry {
         Unit::Bytes,
         g64(l.last_snapshot_bytes),
     );
+    let seconds = |us: u64| ConstGauge::new(us as f64 / 1e6);
+    let snapshot_times = [
+        (
+            "snapshot_last_copy",
+            "How long the last snapshot held the engine's lock, copying the state",
+            l.last_snapshot_copy_us,
+        ),
+        (
+            "snapshot_last_write",
+            "How long the last snapshot took off the lock: serialize, compress, write, fsync",
+            l.last_snapshot_write_us,
+        ),
+        (
+            "log_last_compact",
+            "How long compacting the log below the last snapshot held the engine's lock",
+            l.last_compact_us,
+        ),
+    ];
+    for (name, help, us) in snapshot_times {
+        r.register_with_unit(name, help, Unit::Seconds, seconds(us));
+    }
     let fsyncs = Counter::<u64>::default();
     fsyncs.inc_by(l.syncs);
     r.register("log_fsyncs", "Flushes of the log", fsyncs);

@@ -3,9 +3,9 @@
 //! compresses and writes it; when the file is durable the engine compacts the log below it
 //! (keeping `reserved_log_items`) and removes snapshots beyond `snapshots_to_keep`.
 //!
-//! The lock is held only for the copy (`State::clone`), not for the serialization and
-//! compression, which take several times longer (docs/performance.md measures both at 1M
-//! znodes).
+//! The lock is held for the copy (`State::clone`, a pointer per arena chunk: the chunks are
+//! shared copy-on-write), not for the serialization and compression, which take seconds at 1M
+//! znodes; compacting the log afterwards still holds it (docs/performance.md measures each).
 
 use std::io;
 use std::path::PathBuf;
@@ -26,8 +26,8 @@ pub struct Taken {
     pub path: Option<PathBuf>,
     /// Size on disk (compressed), or of the body in memory.
     pub bytes: u64,
-    /// Time spent off the lock, serializing and writing.
-    pub write_ms: u64,
+    /// Time spent off the lock, serializing, compressing, writing and syncing, µs.
+    pub write_us: u64,
     /// The serialized state, kept for a cluster node to send lagging followers.
     pub body: Option<std::sync::Arc<Vec<u8>>>,
 }
@@ -107,7 +107,7 @@ impl Snapshotter {
                     None => (None, body.len() as u64),
                 };
                 let body = keep_body.then(|| std::sync::Arc::new(body));
-                Ok(Taken { index, term, path, bytes, write_ms: started.elapsed().as_millis() as u64, body })
+                Ok(Taken { index, term, path, bytes, write_us: started.elapsed().as_micros() as u64, body })
             })
             .expect("spawning the snapshot thread");
         self.running = Some((index, handle));
