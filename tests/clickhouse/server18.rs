@@ -27,6 +27,17 @@ pub struct ClickHouseServer {
 impl ClickHouseServer {
     /// Starts it against a ZooKeeper-protocol server on `zk_port`.
     pub fn start(zk_port: u16) -> Self {
+        Self::start_with(&[zk_port], "")
+    }
+
+    /// Starts it against the servers on `zk_ports` (one `<zookeeper><node>` each, in this
+    /// order), with `extra` XML added to the config's root element.
+    pub fn start_with(zk_ports: &[u16], extra: &str) -> Self {
+        let nodes: String = zk_ports
+            .iter()
+            .map(|p| format!("<node><host>127.0.0.1</host><port>{p}</port></node>"))
+            .collect::<Vec<_>>()
+            .join("\n        ");
         let dir = tempfile::Builder::new().prefix("testkeeper-ch18-").tempdir().expect("temp dir");
         let template = std::fs::read_to_string(common::script("server18.xml")).expect("server18.xml");
         let mut last_err = String::new();
@@ -38,7 +49,8 @@ impl ClickHouseServer {
                 .replace("@TCP_PORT@", &tcp_port.to_string())
                 .replace("@HTTP_PORT@", &free_port().to_string())
                 .replace("@INTERSERVER_PORT@", &free_port().to_string())
-                .replace("@ZK_PORT@", &zk_port.to_string());
+                .replace("@ZK_NODES@", &nodes)
+                .replace("</yandex>", &format!("{extra}</yandex>"));
             let config_path = dir.path().join("config.xml");
             std::fs::write(&config_path, config).expect("writing config.xml");
             let log = dir.path().join("stdout.log");
