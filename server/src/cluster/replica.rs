@@ -90,6 +90,7 @@ impl Engine {
     pub(crate) fn role_changed(&mut self, role: Role, leader: NodeId, term: u64) {
         let Some(r) = self.replica.as_mut() else { return };
         let was_leader = r.role == Role::Leader;
+        let (had, had_term) = (r.leader, r.term);
         (r.role, r.leader, r.term) = (role, leader, term);
         if let Some(tap) = &self.cfg.tap {
             tap.role(r.link.node, role, term);
@@ -103,7 +104,11 @@ impl Engine {
             // session gets a whole timeout from now, as ZooKeeper's leader does.
             self.restart_session_clocks();
         }
-        if leader == 0 && self.state.rules().zookeeper_sessions {
+        // A leader replaced by another (or re-elected in a new term) counts as lost too: the
+        // driver may see a vote and the new leader's first append in one batch, never a moment
+        // without a leader, where every ZooKeeper server went LOOKING in between.
+        let lost = leader == 0 || (had != 0 && (had != leader || had_term != term));
+        if lost && self.state.rules().zookeeper_sessions {
             // ZooKeeper: a server without a leader stops serving and disconnects its clients;
             // their sessions live on if they reconnect in time.
             let conns: Vec<u64> = self.conns.keys().copied().collect();
@@ -295,5 +300,51 @@ impl Engine {
             applied: self.state.last_index(),
             stopped: self.stop_reason.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::config::ServerConfig;
+    use crate::core::flavor::Flavor;
+    use crate::engine::Out;
+
+    /// A follower of leader 2 in term 1 with one client connection, and that connection's queue.
+    fn follower(flavor: Flavor) -> (Engine, tokio::sync::mpsc::UnboundedReceiver<Out>) {
+        let mut e = Engine::new(Arc::new(ServerConfig::new(flavor)), Clock::manual(0));
+        let (tx, _) = std::sync::mpsc::channel();
+        e.join_cluster(Replica::new(Link { node: 1, tx }));
+        let (out, rx) = tokio::sync::mpsc::unbounded_channel();
+        e.add_conn("127.0.0.1:1".parse().unwrap(), out);
+        e.role_changed(Role::Follower, 2, 1);
+        (e, rx)
+    }
+
+    fn closed(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Out>) -> bool {
+        std::iter::from_fn(|| rx.try_recv().ok()).any(|o| matches!(o, Out::Close))
+    }
+
+    #[test]
+    fn a_zookeeper_follower_drops_its_clients_when_its_leader_is_replaced_without_a_gap() {
+        let (mut e, mut rx) = follower(Flavor::Zookeeper);
+        assert!(!closed(&mut rx), "a first leader closes nothing");
+        e.role_changed(Role::Follower, 3, 2);
+        assert!(closed(&mut rx), "leader 2 replaced by 3 in one step");
+        let (mut e, mut rx) = follower(Flavor::Zookeeper);
+        e.role_changed(Role::Follower, 2, 2);
+        assert!(closed(&mut rx), "leader 2 re-elected in a new term");
+        let (mut e, mut rx) = follower(Flavor::Zookeeper);
+        e.role_changed(Role::Follower, 2, 1);
+        assert!(!closed(&mut rx), "nothing changed");
+    }
+
+    #[test]
+    fn a_keeper_follower_keeps_its_clients_across_a_new_leader() {
+        let (mut e, mut rx) = follower(Flavor::Keeper);
+        e.role_changed(Role::Follower, 3, 2);
+        e.role_changed(Role::Follower, 0, 3);
+        assert!(!closed(&mut rx));
     }
 }
