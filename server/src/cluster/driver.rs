@@ -245,6 +245,13 @@ impl Driver {
     /// A proposal, this node's own or forwarded by a follower.
     fn proposal(&mut self, origin: u64, session: i64, proposal: Proposal) {
         let local = origin >> 48 == self.id;
+        if self.role == Role::Leader && self.node.raft.state != StateRole::Leader {
+            // A message read in this same batch (a paused node waking up to a newer term)
+            // already made raft-rs a follower and may have cut its log: deciding against the
+            // old leader's proposer now would misnumber the entry. Take the new role first.
+            let leader = self.node.raft.leader_id;
+            self.soft_state(leader, self.node.raft.state);
+        }
         match self.role {
             Role::Leader if self.proposer.is_some() => self.decide(origin, session, proposal),
             Role::Leader => self.parked.push_back((Instant::now(), origin, session, proposal)),
@@ -281,6 +288,7 @@ impl Driver {
             let entry = if e.take_invalid_digest_fault() { entry.with_invalid_digest() } else { entry };
             let expected = self.node.raft.raft_log.last_index() + 1;
             if entry.index() != expected {
+                // Cannot happen while the role is current (see `proposal`): a bug, so loud.
                 error!(
                     node = self.id,
                     decided = entry.index(),
