@@ -9,11 +9,12 @@ and rounds alternate between them so a noisy machine hurts both alike.
 Usage:
     scripts/bench-report.py [--quick] [--znodes N] [--no-profile] [--no-kazoo] [--no-java] [--no-watch-load]
                             [--no-durable] [--no-baseline] [--baseline-commit C | --baseline-bin BIN] [--start-znodes N]
-                            [--render-only] [--only-durability]
+                            [--no-cluster] [--cluster-only] [--render-only] [--only-durability]
 
 --quick runs fewer ops and rounds (a smoke run, ~2 minutes); the committed report is the
 default run. --render-only rewrites the doc from the last run's files (after editing
-scripts/bench-report-notes.md, say) without measuring again. The raw JSON of every run stays in target/bench-report/.
+scripts/bench-report-notes.md, say) without measuring again. --cluster-only runs just the
+3-node cluster comparison (`bench --cluster`) and replaces its section in the existing doc. The raw JSON of every run stays in target/bench-report/.
 
 Durability (issue 12): durable writes (`--durable`: testkeeper `--data-dir` with `--fsync always`
 against ZooKeeper with `forceSync=yes`, both under the system temp directory, one disk) at 1 and 32
@@ -261,6 +262,96 @@ def watch_section(w):
                  f"**{fmt_ratio(r['vs'][key + '_ratio'])}** |")
     L.append("\nRaw rounds: `target/bench-report/watch-load.json`.\n")
     return L
+
+
+CLUSTER_TITLE = "## A 3-node cluster vs a 3-server ZooKeeper ensemble"
+
+
+def cluster_bench(ops, rounds):
+    """`testkeeper bench --cluster`: both clusters spawned here, rounds alternating."""
+    return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds)
+
+
+def cluster_section(c):
+    """Lines of the doc's section on the cluster comparison (or why there is none)."""
+    L = [CLUSTER_TITLE + "\n"]
+    if not c:
+        return L + ["Not measured in this run (`--no-cluster`).\n"]
+    cfg = c["config"]
+    run_at = c.get("measured_at", "?")
+    L.append(f"`testkeeper bench --cluster` (`cli/src/bench/cluster.rs`), run {run_at} on this shared, loaded "
+             "machine (other engineers were building at the same time): three `testkeeper serve --id N --peers ...` "
+             "processes (keeper flavor, in memory, default Raft timings: 20 ms ticks, election after 10-12 ticks) "
+             "against three ZooKeeper 3.8 JVMs (Debian's package, `forceSync=no`, tickTime 2000, -Xmx1000m), "
+             "all six on this machine's loopback. Sessions are spread over the three members in turn; rounds "
+             f"alternate between the clusters (A B, B A, ...), {cfg['rounds']} per cluster, {cfg['ops']} ops per "
+             f"round after {cfg['warmup']} unmeasured ones, {cfg['value_size']} B values over {cfg['keys']} keys, "
+             f"seed {cfg['seed']}; ratios (testkeeper / ZooKeeper) are medians of per-round ratios.\n")
+    L.append("| workload | sessions | throughput ratio | p99 ratio | testkeeper ops/s | ZooKeeper ops/s "
+             "| testkeeper p99 µs | ZooKeeper p99 µs |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    med = statistics.median
+    for w in c["workloads"]:
+        L.append(f"| {w['workload']} (`{w['mix']}`) | {w['sessions']} | **{fmt_ratio(w['throughput_ratio'])}** | "
+                 f"**{fmt_ratio(w['p99_ratio'])}** | {med(w['testkeeper_ops_per_sec']):.0f} | "
+                 f"{med(w['zookeeper_ops_per_sec']):.0f} | {med(w['testkeeper_p99_us']):.0f} | "
+                 f"{med(w['zookeeper_p99_us']):.0f} |")
+    below = [f"{w['workload']} x{w['sessions']} ({fmt_ratio(w['throughput_ratio'])})" for w in c["workloads"]
+             if w["throughput_ratio"] < 3]
+    L.append("\nTarget (issue 13): throughput >= 3x the ensemble's. "
+             + (f"Not met in this run by: {', '.join(below)}." if below else "Met in every row of this run."))
+    f = c["failover"]
+    L.append("")
+    L.append("**Leader kill to the first acknowledged write.** Before each kill, one client is connected to each "
+             "member that will survive; the leader is SIGKILLed, then both clients create a node until one create "
+             "is acknowledged (reconnecting when their server drops them, as a ZooKeeper follower without a leader "
+             "does); the killed member is restarted and the cluster is whole again before the next round. "
+             f"testkeeper: {', '.join(f'{x:.0f}' for x in f['testkeeper_ms'])} ms (median "
+             f"{f['testkeeper_median_ms']:.0f}); ZooKeeper: {', '.join(f'{x:.0f}' for x in f['zookeeper_ms'])} ms "
+             f"(median {f['zookeeper_median_ms']:.0f}): ratio **{fmt_ratio(f['ratio'], 3)}**. testkeeper's is set by "
+             "its election timeout (`--election-ticks` x `--raft-tick-ms`, 200-240 ms by default; Keeper's defaults "
+             "take 1-2 s); ZooKeeper's followers see the dead leader's sockets close at once and elect a new one "
+             "with FastLeaderElection (200 ms finalize wait), then sync.\n")
+    st = c["start"]
+    cur = st["curator"]
+    line = (f"**In-process start of 3 nodes to a leader.** `TestKeeperCluster::start(3)` to `await_leader`: "
+            f"{', '.join(f'{x:.1f}' for x in st['testkeeper_samples_ms'])} ms (median "
+            f"{st['testkeeper_median_ms']:.1f}).")
+    if "skipped" in cur:
+        line += f" Curator's `TestingCluster` was not measured: {cur['skipped']}."
+    else:
+        line += (f" Curator 5.4's `TestingCluster(3)` (Debian's libcurator-test-java; "
+                 "`scripts/bench-java/ClusterStart.java`, all starts in one JVM, the constructor to the first "
+                 "`srvr` that says `Mode: leader`): "
+                 f"{', '.join(f'{x:.0f}' for x in cur['samples_ms'])} ms (median {cur['median_ms']:.0f}; the first "
+                 f"start pays for a cold JVM): ratio **{fmt_ratio(cur['ratio'], 4)}**.")
+    L.append(line + "\n")
+    L.append("Raw rounds: `target/bench-report/cluster.json`.\n")
+    return L
+
+
+def stamped(c):
+    """The cluster run with the time it was measured (kept in its JSON for --render-only)."""
+    c["measured_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    with open(os.path.join(OUT, "cluster.json"), "w") as f:
+        json.dump(c, f, indent=1)
+    return c
+
+
+def splice_cluster_section(c):
+    """Replaces the cluster section of the existing doc (or adds it before Digest overhead)."""
+    text = open(DOC).read()
+    section = "\n".join(cluster_section(c)) + "\n"
+    if CLUSTER_TITLE in text:
+        start = text.index(CLUSTER_TITLE)
+        end = text.index("\n## ", start + 1) + 1
+        text = text[:start] + section + text[end:]
+    else:
+        at = text.index("## Digest overhead")
+        text = text[:at] + section + text[at:]
+    with open(DOC, "w") as f:
+        f.write(text)
+    print("wrote", DOC)
 
 
 def profile(seconds):
@@ -624,7 +715,7 @@ def splice_durability(durable, baseline, start, commit):
 
 
 def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, durable=None, baseline=None,
-              start=None):
+              start=None, cluster=None):
     def vs(r):
         return r["summary"]["vs"]
 
@@ -694,6 +785,7 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, 
     else:
         L.append("Not measured in this run (`--znodes 0`).\n")
     L += watch_section(watch)
+    L += cluster_section(cluster)
     L.append("## Digest overhead\n")
     d = digest["summary"]["vs"]
     L.append(f"Tree digest on (default) vs `--no-digest`, write-only mix `{WRITE_MIX}`, 8 sessions x 16 in flight: "
@@ -723,6 +815,9 @@ def main():
     ap.add_argument("--no-baseline", action="store_true", help="skip this build vs the release before the engine change")
     ap.add_argument("--baseline-commit", default=BASELINE_COMMIT, help="the earlier build to compare with in memory")
     ap.add_argument("--start-znodes", type=int, default=1_000_000, help="tree size for start time and snapshot cost (0: skip)")
+    ap.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster vs ZooKeeper ensemble")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="run only the cluster comparison and replace its section in the existing doc")
     ap.add_argument("--render-only", action="store_true", help="rewrite the doc from the last run's JSON")
     ap.add_argument("--only-durability", action="store_true",
                     help="measure only durable writes, the baseline and the big-snapshot start; rewrite only their sections")
@@ -745,12 +840,16 @@ def main():
         prof = open(os.path.join(OUT, "profile.txt")).read()
         optional = lambda name: load(name) if os.path.exists(os.path.join(OUT, name + ".json")) else None  # noqa: E731
         write_doc(runs, load("digest-on-vs-off"), mem, prof, args, optional("kazoo-walltime"),
-                  optional("java-crosscheck"), optional("watch-load"), durable or None, baseline or None, start)
+                  optional("java-crosscheck"), optional("watch-load"), durable or None, baseline or None, start,
+                  optional("cluster"))
         return
     # The baseline first: its build takes minutes, and a failure should come before the long runs.
     base_bin = None if args.no_baseline else (args.baseline_bin or build_baseline(args.baseline_commit))
     sh(["cargo", "build", "--release", "-q", "-p", "testkeeper"], cwd=ROOT)
     ops, rounds = (4000, 3) if args.quick else (20000, 5)
+    if args.cluster_only:
+        splice_cluster_section(stamped(cluster_bench(ops, rounds)))
+        return
     if args.only_durability:
         baseline = None if base_bin is None else baseline_matrix(base_bin, ops, rounds)
         durable = None if args.no_durable else durable_matrix(ops, rounds)
@@ -779,17 +878,18 @@ def main():
         mem = bench("memory", "--spawn-testkeeper", "--spawn-zookeeper", "--ops", 1000, "--rounds", 1,
                     "--znodes", n)
     # A skipped check drops the last run's file, so --render-only shows what this run measured.
-    for name in ("java-crosscheck.json", "kazoo-walltime.json", "watch-load.json"):
+    for name in ("java-crosscheck.json", "kazoo-walltime.json", "watch-load.json", "cluster.json"):
         if os.path.exists(os.path.join(OUT, name)):
             os.remove(os.path.join(OUT, name))
     watch = None if args.no_watch_load else watch_load(20_000 if args.quick else 100_000, 1 if args.quick else 3)
     java = None if args.no_java else java_crosscheck(max(ops, 20000), 3)
+    cluster = None if args.no_cluster else stamped(cluster_bench(ops, rounds))
     # One round: the suite takes minutes per server and its time is mostly fixed sleeps.
     kazoo = None if args.no_kazoo else kazoo_walltime(1)
     prof = "not taken (--no-profile)" if args.no_profile else profile(6)
     with open(os.path.join(OUT, "profile.txt"), "w") as f:
         f.write(prof)
-    write_doc(runs, digest, mem, prof, args, kazoo, java, watch, durable, baseline, start)
+    write_doc(runs, digest, mem, prof, args, kazoo, java, watch, durable, baseline, start, cluster)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 #   * Debian's Apache ZooKeeper 3.8 (`zookeeper`) as the reference server, and
 #     `zookeeper-bin` for the C client CLI `cli_mt`;
 #   * Apache Curator's recipes (`libcurator-recipes-java`) and a JDK, for the
-#     Curator recipe test;
+#     Curator recipe test, and Curator's test utilities (`libcurator-test-java`),
+#     whose TestingCluster `bench --cluster` times (cli/tests/bench_cli.rs);
 #   * JUnit 5 (`junit5`, with its console launcher), for the Java helper's test
 #     (clients/java, tests/tests/java_helper.rs);
 #   * curl, which the docs' HTTP examples use (tests/tests/docs_commands.rs runs them);
@@ -24,7 +25,7 @@ VENV="${TESTKEEPER_VENV:-$REPO/target/test-venv}"
 
 # libcurator-recipes-java (with its framework and client) and a JDK for javac:
 # tests/tests/curator_recipes.rs compiles tests/java/CuratorRecipes.java.
-APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java default-jdk-headless junit5 curl)
+APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-test-java default-jdk-headless junit5 curl)
 # PyPI requirements. kazoo is pinned because the suite runner leans on its
 # test harness internals (kazoo.testing.harness.get_global_cluster), which
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.

@@ -58,3 +58,51 @@ fn bad_mix_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown op"));
 }
+
+/// `--cluster` with tiny counts: both clusters start, every section is in the JSON with one
+/// number per round, and a failover round ends in an acknowledged write on each. It needs
+/// Debian's ZooKeeper (the ensemble); without it the test says so and passes, unless
+/// TESTKEEPER_REQUIRE_EXTERNAL=1.
+#[test]
+fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
+    if !std::path::Path::new("/usr/share/java/zookeeper.jar").is_file() {
+        let why = "Debian ZooKeeper (/usr/share/java/zookeeper.jar) not installed";
+        assert!(std::env::var_os("TESTKEEPER_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("testkeeper-bench-cluster-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("cluster.json");
+    let args =
+        ["--cluster", "--cluster-sessions", "1,2", "--ops", "100", "--warmup", "0", "--rounds", "1", "--keys", "8"];
+    let out = bench(&[&args[..], &["--json", json.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("failover round 0 testkeeper") && stdout.contains("failover round 0 zookeeper"),
+        "{stdout}"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    let workloads = v["workloads"].as_array().unwrap();
+    let shapes: Vec<(String, u64)> = workloads
+        .iter()
+        .map(|w| (w["workload"].as_str().unwrap().to_string(), w["sessions"].as_u64().unwrap()))
+        .collect();
+    let want: Vec<(String, u64)> =
+        [("writes", 1), ("writes", 2), ("reads", 1), ("reads", 2)].map(|(w, s)| (w.to_string(), s)).to_vec();
+    assert_eq!(shapes, want);
+    for w in workloads {
+        for k in ["testkeeper_ops_per_sec", "zookeeper_ops_per_sec", "testkeeper_p99_us", "zookeeper_p99_us"] {
+            assert_eq!(w[k].as_array().map(Vec::len), Some(1), "{k} in {w}");
+        }
+        assert!(w["throughput_ratio"].as_f64().is_some_and(f64::is_finite), "{w}");
+    }
+    for k in ["testkeeper_ms", "zookeeper_ms"] {
+        assert_eq!(v["failover"][k].as_array().map(Vec::len), Some(1), "{k} in {}", v["failover"]);
+    }
+    assert_eq!(v["start"]["testkeeper_samples_ms"].as_array().map(Vec::len), Some(3), "{}", v["start"]);
+    // Curator is measured or its absence named, never silently left out.
+    let curator = &v["start"]["curator"];
+    assert!(curator["median_ms"].as_f64().is_some() || curator["skipped"].as_str().is_some(), "{curator}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

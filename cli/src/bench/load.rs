@@ -35,13 +35,14 @@ pub struct LoadConfig {
     pub mix: Mix,
 }
 
-/// Opens `n` sessions.
+/// Opens `n` sessions, the i-th to `addrs[i % addrs.len()]` (the members of a cluster in turn).
 ///
 /// # Errors
 /// The first connection that fails.
-pub async fn connect_all(addr: SocketAddr, n: usize) -> Result<Vec<Arc<Client>>, String> {
+pub async fn connect_all(addrs: &[SocketAddr], n: usize) -> Result<Vec<Arc<Client>>, String> {
     let mut clients = Vec::with_capacity(n);
-    for _ in 0..n {
+    for i in 0..n {
+        let addr = addrs[i % addrs.len()];
         let c = Client::connect(addr, ConnectOptions::default()).await.map_err(|e| format!("connect {addr}: {e}"))?;
         clients.push(Arc::new(c));
     }
@@ -90,8 +91,16 @@ pub fn random_prefix(rng: &mut impl Rng, tag: &str) -> String {
 /// # Errors
 /// A session that cannot connect, or setup that fails.
 pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recorder, Duration), String> {
+    run_on(&[addr], cfg, seed).await
+}
+
+/// [`run`] with the sessions spread over `addrs` in turn (the members of a cluster).
+///
+/// # Errors
+/// A session that cannot connect, or setup that fails.
+pub async fn run_on(addrs: &[SocketAddr], cfg: &LoadConfig, seed: u64) -> Result<(Recorder, Duration), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let clients = connect_all(addr, cfg.sessions).await?;
+    let clients = connect_all(addrs, cfg.sessions).await?;
     let mut value = vec![0u8; cfg.value_size];
     rng.fill(&mut value[..]);
     let workload = Arc::new(Workload { prefix: random_prefix(&mut rng, "load"), keys: cfg.keys, value });
@@ -154,7 +163,7 @@ pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recor
 /// A lost connection.
 pub async fn populate(addr: SocketAddr, n: u64, value_size: usize, seed: u64) -> Result<String, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let clients = connect_all(addr, 4).await?;
+    let clients = connect_all(&[addr], 4).await?;
     let mut value = vec![0u8; value_size];
     rng.fill(&mut value[..]);
     let w = Workload { prefix: random_prefix(&mut rng, "mem"), keys: 0, value };

@@ -15,8 +15,12 @@
 //! - `startup`: `--start-znodes`, start time with a big snapshot and the snapshot's lock time.
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
 //! - `report`: the summary (medians, ratios) and the embedded start time.
+//! - `cluster`, `ensemble`: `--cluster`, a 3-node testkeeper cluster against a 3-server
+//!   ZooKeeper ensemble (throughput, leader failover, start to a leader).
 //! - `watch_load`: `--watch-load`, the three watch workloads (fire, expire, setWatches).
 
+mod cluster;
+mod ensemble;
 mod load;
 mod mix;
 mod plot;
@@ -106,6 +110,15 @@ pub struct BenchArgs {
     /// setWatches of that many paths (at most 100000; --rounds of them, at most 8).
     #[arg(long, default_value_t = 0)]
     pub watch_load: usize,
+    /// Instead of one server each, start a 3-node testkeeper cluster (`serve --id N --peers`)
+    /// and a 3-server ZooKeeper 3.8 ensemble and compare them: writes and reads at each of
+    /// --cluster-sessions, --rounds leader kills each (kill to the first acknowledged write),
+    /// and in-process start to a leader against Curator's TestingCluster (docs/performance.md).
+    #[arg(long, conflicts_with_all = ["target", "vs", "spawn_testkeeper", "spawn_zookeeper", "watch_load", "znodes"])]
+    pub cluster: bool,
+    /// Session counts of --cluster's workloads, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,32")]
+    pub cluster_sessions: Vec<usize>,
     /// Seed of every random choice (keys, values, prefixes); printed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -130,8 +143,13 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         println!("wrote {}", out.display());
         return Ok(());
     }
-    if args.sessions == 0 || args.pipeline == 0 || args.rounds == 0 || args.keys == 0 {
-        return Err("--sessions, --pipeline, --rounds and --keys must be positive".into());
+    if args.sessions == 0
+        || args.pipeline == 0
+        || args.rounds == 0
+        || args.keys == 0
+        || args.cluster_sessions.contains(&0)
+    {
+        return Err("--sessions, --pipeline, --rounds, --keys and --cluster-sessions must be positive".into());
     }
     let cfg = LoadConfig {
         sessions: args.sessions,
@@ -149,6 +167,28 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         );
         let out = startup::measure(n, args.value_size, seed, args.restarts as usize).await?;
         return write_json(args.json.as_deref(), &json!({ "start_with_snapshot": out }));
+    }
+    if args.cluster {
+        let plan = cluster::ClusterPlan {
+            sessions: args.cluster_sessions.clone(),
+            ops: cfg.ops,
+            warmup: args.warmup.unwrap_or(cfg.ops / 4),
+            rounds: args.rounds,
+            pipeline: cfg.pipeline,
+            keys: cfg.keys,
+            value_size: cfg.value_size,
+            seed,
+        };
+        println!(
+            "bench --cluster: seed {seed}, sessions {:?} x {} in flight, {} ops/round, {} round(s)",
+            plan.sessions, plan.pipeline, plan.ops, plan.rounds
+        );
+        let mut out = cluster::run(&plan).await?;
+        out["config"] = json!({
+            "sessions": plan.sessions, "pipeline": plan.pipeline, "ops": plan.ops, "rounds": plan.rounds,
+            "keys": plan.keys, "value_size": plan.value_size, "seed": seed, "warmup": plan.warmup,
+        });
+        return write_json(args.json.as_deref(), &out);
     }
     let mut targets = start_targets(&args).await?;
     println!(

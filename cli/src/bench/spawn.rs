@@ -10,17 +10,17 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Debian's ZooKeeper jar; its manifest Class-Path brings in netty and the rest.
-const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Logging bindings from libslf4j-java / liblog4j1.2-java (quiet: WARN to the log file).
 const LOG_JARS: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
 /// Debian's zkEnv.sh default heap; with it 1M small znodes fit comfortably.
 const ZK_HEAP: &str = "-Xmx1000m";
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A server process the bench owns.
 #[derive(Debug)]
@@ -156,6 +156,29 @@ pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
     Ok(Spawned { label, addr, launch_to_imok, launch_to_serving: launch_to_imok, child, dir, keep: false })
 }
 
+/// The JVM command that runs the ZooKeeper whose `zoo.cfg` is in `conf`, in `dir` (its log
+/// there, at WARN), as `tests/src/zookeeper.rs` runs it.
+///
+/// # Errors
+/// The log configuration cannot be written.
+pub fn zookeeper_jvm(dir: &Path, conf: &Path) -> Result<Command, String> {
+    let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
+                 log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
+                 log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
+    let props = conf.join("log4j.properties");
+    std::fs::write(&props, log4j).map_err(|e| format!("writing {}: {e}", props.display()))?;
+    let mut cp: Vec<PathBuf> = vec![conf.to_path_buf(), ZOOKEEPER_JAR.into()];
+    cp.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
+    let cp = std::env::join_paths(cp).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()));
+    cmd.current_dir(dir).arg("-cp").arg(cp).arg(ZK_HEAP);
+    cmd.arg(format!("-Dlog4j.configuration=file:{}", props.display()));
+    cmd.args(["-Dzookeeper.extendedTypesEnabled=true", "-Djava.awt.headless=true"]);
+    cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(conf.join("zoo.cfg"));
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    Ok(cmd)
+}
+
 /// Starts Debian's ZooKeeper 3.8 standalone on a free port in a fresh directory, with
 /// `forceSync=yes` when `force_sync` (an fsync before every acknowledged write), else `no`.
 ///
@@ -188,19 +211,7 @@ pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, 
         if force_sync { "yes" } else { "no" }
     );
     std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
-    let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
-                 log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
-                 log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
-    std::fs::write(conf.join("log4j.properties"), log4j).map_err(io)?;
-    let mut cp: Vec<PathBuf> = vec![conf.clone(), ZOOKEEPER_JAR.into()];
-    cp.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
-    let cp = std::env::join_paths(cp).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()));
-    cmd.current_dir(&dir).arg("-cp").arg(cp).arg(ZK_HEAP);
-    cmd.arg(format!("-Dlog4j.configuration=file:{}", conf.join("log4j.properties").display()));
-    cmd.args(["-Dzookeeper.extendedTypesEnabled=true", "-Djava.awt.headless=true"]);
-    cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(conf.join("zoo.cfg"));
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut cmd = zookeeper_jvm(&dir, &conf)?;
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
     let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;

@@ -1,0 +1,304 @@
+//! `bench --cluster`: a 3-node testkeeper cluster against a 3-server ZooKeeper 3.8 ensemble,
+//! both started by the bench on this machine, in one run:
+//!
+//! - writes (`set`) and reads (`get`) at each of `--cluster-sessions` (default 1 and 32),
+//!   the sessions spread over the three members in turn, rounds alternating between the two
+//!   clusters; ratios are medians of per-round ratios;
+//! - leader kill to the first acknowledged write: one client already connected to each
+//!   surviving member; the leader is SIGKILLed, then both clients create until one create is
+//!   acknowledged (reconnecting when their server drops them); `--rounds` kills each, the
+//!   clusters alternating, the killed member restarted before the next round;
+//! - in-process start to a leader: `TestKeeperCluster::start(3)` to `await_leader`, against
+//!   Curator's `TestingCluster(3)` to the first `srvr` that says `Mode: leader`, inside one
+//!   JVM (`ClusterStart.java`, Debian's libcurator-test-java), when it is installed.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use testkeeper_server::cluster::embed::TestKeeperCluster;
+use testkeeper_server::config::ServerConfig;
+use testkeeper_server::core::flavor::Flavor;
+use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
+use testkeeper_wire::records::create::create_mode;
+use testkeeper_wire::{Acl, ZkError};
+use tokio::sync::{mpsc, watch};
+
+use super::ensemble::{Ensemble, Kind, SIZE};
+use super::load::{self, LoadConfig};
+use super::mix::Mix;
+use super::stats::median;
+
+/// The Curator side of the start measurement, compiled by `java` from source at run time.
+const CLUSTER_START_JAVA: &str = include_str!("../../../scripts/bench-java/ClusterStart.java");
+const CURATOR_TEST_JAR: &str = "/usr/share/java/curator-test.jar";
+/// Classpath of `ClusterStart.java` besides curator-test (zookeeper.jar's manifest brings the rest).
+const CURATOR_CP: [&str; 3] =
+    ["/usr/share/java/zookeeper.jar", "/usr/share/java/guava.jar", "/usr/share/java/slf4j-nop.jar"];
+/// Longest a failover may take before the round counts as failed.
+const FAILOVER_LIMIT: Duration = Duration::from_secs(60);
+
+/// What `--cluster` runs.
+#[derive(Debug, Clone)]
+pub struct ClusterPlan {
+    pub sessions: Vec<usize>,
+    pub ops: u64,
+    pub warmup: u64,
+    pub rounds: usize,
+    pub pipeline: usize,
+    pub keys: u32,
+    pub value_size: usize,
+    pub seed: u64,
+}
+
+/// Runs the whole comparison and returns its JSON.
+///
+/// # Errors
+/// A cluster that cannot start, a workload that fails, or a failover that never ends.
+pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
+    let seed = plan.seed;
+    let mut clusters = tokio::task::spawn_blocking(move || {
+        Ok::<_, String>([Ensemble::start(Kind::Testkeeper, seed)?, Ensemble::start(Kind::ZooKeeper, seed)?])
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    for e in &clusters {
+        println!(
+            "  {:<10} members {}",
+            e.label,
+            e.addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(",")
+        );
+    }
+    let mut workloads = Vec::new();
+    for (name, mix) in [("writes", "set=100"), ("reads", "get=100")] {
+        for &sessions in &plan.sessions {
+            workloads.push(throughput(&clusters, plan, name, mix, sessions).await?);
+        }
+    }
+    let failover = failovers(&mut clusters, plan).await?;
+    drop(clusters);
+    let start = starts(plan.rounds.max(3), seed).await?;
+    Ok(json!({ "workloads": workloads, "failover": failover, "start": start }))
+}
+
+/// One workload at one session count on both clusters, rounds alternating.
+async fn throughput(
+    clusters: &[Ensemble; 2],
+    plan: &ClusterPlan,
+    name: &str,
+    mix: &str,
+    sessions: usize,
+) -> Result<Value, String> {
+    let cfg = LoadConfig {
+        sessions,
+        ops: plan.ops,
+        pipeline: plan.pipeline,
+        keys: plan.keys,
+        value_size: plan.value_size,
+        mix: Mix::parse(mix)?,
+    };
+    if plan.warmup > 0 {
+        let warm = LoadConfig { ops: plan.warmup, ..cfg.clone() };
+        for e in clusters {
+            load::run_on(&e.addrs, &warm, plan.seed ^ 0x5757)
+                .await
+                .map_err(|err| format!("{} warm-up: {err}", e.label))?;
+        }
+    }
+    let (mut ops_s, mut p99) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for r in 0..plan.rounds {
+        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let e = &clusters[i];
+            let (rec, elapsed) = load::run_on(&e.addrs, &cfg, plan.seed.wrapping_add(r as u64)).await?;
+            if rec.unexpected_errors() > 0 {
+                return Err(format!("{} {name} x{sessions}: {}", e.label, rec.describe_errors()));
+            }
+            ops_s[i].push(rec.count() as f64 / elapsed.as_secs_f64().max(1e-9));
+            p99[i].push(rec.p99_us() as f64);
+            println!(
+                "  {name:<6} {sessions:>2} session(s) round {r} {:<10} {:>8.0} ops/s  p99 {:>6} us",
+                e.label,
+                ops_s[i][r],
+                rec.p99_us()
+            );
+        }
+    }
+    let ratio = |x: &[f64], y: &[f64]| median(&x.iter().zip(y).map(|(a, b)| a / b).collect::<Vec<_>>());
+    let out = json!({
+        "workload": name, "mix": mix, "sessions": sessions, "pipeline": plan.pipeline,
+        "testkeeper_ops_per_sec": ops_s[0], "zookeeper_ops_per_sec": ops_s[1],
+        "testkeeper_p99_us": p99[0], "zookeeper_p99_us": p99[1],
+        "throughput_ratio": ratio(&ops_s[0], &ops_s[1]), "p99_ratio": ratio(&p99[0], &p99[1]),
+    });
+    println!(
+        "  {name} x{sessions}: testkeeper / zookeeper throughput x{:.2}, p99 x{:.2}",
+        out["throughput_ratio"].as_f64().unwrap_or(0.0),
+        out["p99_ratio"].as_f64().unwrap_or(0.0)
+    );
+    Ok(out)
+}
+
+/// `--rounds` leader kills per cluster, alternating; milliseconds from the kill to the first
+/// acknowledged write.
+async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Result<Value, String> {
+    let mut ms = [Vec::new(), Vec::new()];
+    for r in 0..plan.rounds {
+        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let took = failover(&mut clusters[i], plan.seed, r).await?;
+            ms[i].push(took.as_secs_f64() * 1e3);
+            println!(
+                "  failover round {r} {:<10} kill to first acknowledged write {:>7.1} ms",
+                clusters[i].label, ms[i][r]
+            );
+        }
+    }
+    let ratio = median(&ms[0].iter().zip(&ms[1]).map(|(a, b)| a / b).collect::<Vec<_>>());
+    println!(
+        "  failover: testkeeper median {:.1} ms, zookeeper median {:.1} ms, ratio x{ratio:.3}",
+        median(&ms[0]),
+        median(&ms[1])
+    );
+    Ok(json!({
+        "testkeeper_ms": ms[0], "zookeeper_ms": ms[1],
+        "testkeeper_median_ms": median(&ms[0]), "zookeeper_median_ms": median(&ms[1]), "ratio": ratio,
+    }))
+}
+
+/// Kills the leader of `e` and times the first acknowledged create through a survivor; then
+/// restarts the killed member and waits until the cluster is whole again.
+async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Duration, String> {
+    let leader = tokio::task::block_in_place(|| e.await_whole())?;
+    let survivors: Vec<SocketAddr> = (0..SIZE).filter(|i| *i != leader).map(|i| e.addrs[i]).collect();
+    let prefix = format!("/bench-failover-{seed:016x}-{round}");
+    let first = connect(survivors[0]).await?;
+    first
+        .create(&prefix, b"", &Acl::open(), create_mode::PERSISTENT)
+        .await
+        .map_err(|err| format!("{prefix}: {err}"))?;
+    let (go_tx, go_rx) = watch::channel(false);
+    let (done_tx, mut done_rx) = mpsc::channel(SIZE);
+    let mut tasks = Vec::new();
+    for (n, addr) in survivors.into_iter().enumerate() {
+        let client = if n == 0 { Some(first.clone()) } else { Some(connect(addr).await?) };
+        let (mut go, done, prefix) = (go_rx.clone(), done_tx.clone(), prefix.clone());
+        tasks.push(tokio::spawn(async move {
+            let _ = go.wait_for(|g| *g).await;
+            write_until_acknowledged(addr, client, &format!("{prefix}/c{n}")).await;
+            let _ = done.send(Instant::now()).await;
+        }));
+    }
+    let killed_at = Instant::now();
+    tokio::task::block_in_place(|| e.kill(leader));
+    let _ = go_tx.send(true);
+    let acknowledged = tokio::time::timeout(FAILOVER_LIMIT, done_rx.recv()).await;
+    for t in &tasks {
+        t.abort();
+    }
+    let at = acknowledged.ok().flatten().ok_or_else(|| format!("{}: no write acknowledged after the kill", e.label))?;
+    tokio::task::block_in_place(|| e.restart(leader))?;
+    Ok(at - killed_at)
+}
+
+async fn connect(addr: SocketAddr) -> Result<std::sync::Arc<Client>, String> {
+    let c = tokio::time::timeout(Duration::from_secs(2), Client::connect(addr, ConnectOptions::default()))
+        .await
+        .map_err(|_| format!("connect {addr}: timed out"))?
+        .map_err(|err| format!("connect {addr}: {err}"))?;
+    Ok(std::sync::Arc::new(c))
+}
+
+/// Creates `path` through `addr` until a create is acknowledged (NODEEXISTS too: an earlier
+/// try went through), reconnecting whenever the connection is gone.
+async fn write_until_acknowledged(addr: SocketAddr, mut client: Option<std::sync::Arc<Client>>, path: &str) {
+    loop {
+        let c = match client.take() {
+            Some(c) if !c.is_closed() => c,
+            _ => match connect(addr).await {
+                Ok(c) => c,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
+            },
+        };
+        let acl = Acl::open();
+        let call = c.create(path, b"", &acl, create_mode::PERSISTENT);
+        if let Ok(Ok(_) | Err(ClientError::Zk(ZkError::NodeExists))) =
+            tokio::time::timeout(Duration::from_secs(5), call).await
+        {
+            return;
+        }
+        client = Some(c);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// In-process start of a 3-node cluster to its first leader: ours, and Curator's.
+async fn starts(n: usize, seed: u64) -> Result<Value, String> {
+    let mut ours = Vec::new();
+    for i in 0..n {
+        let t0 = Instant::now();
+        let c = TestKeeperCluster::start(3, ServerConfig::new(Flavor::Keeper), seed.wrapping_add(i as u64))
+            .await
+            .map_err(|e| format!("TestKeeperCluster::start: {e}"))?;
+        c.await_leader(Duration::from_secs(10)).await.map_err(|e| format!("TestKeeperCluster: {e}"))?;
+        ours.push(t0.elapsed().as_secs_f64() * 1e3);
+        c.shutdown().await;
+    }
+    println!("  TestKeeperCluster::start(3) to a leader: median {:.1} ms of {n} ({ours:.1?})", median(&ours));
+    let curator = tokio::task::spawn_blocking(move || curator_starts(n)).await.map_err(|e| e.to_string())?;
+    let curator = match curator {
+        Ok(ms) => {
+            let ratio = median(&ours) / median(&ms);
+            println!(
+                "  Curator TestingCluster(3) to a leader: median {:.1} ms of {n} ({ms:.1?}); ratio x{ratio:.4}",
+                median(&ms)
+            );
+            json!({ "samples_ms": ms, "median_ms": median(&ms), "ratio": ratio })
+        }
+        Err(why) => {
+            println!("  Curator TestingCluster not measured: {why}");
+            json!({ "skipped": why })
+        }
+    };
+    Ok(json!({ "testkeeper_samples_ms": ours, "testkeeper_median_ms": median(&ours), "curator": curator }))
+}
+
+/// Runs `ClusterStart.java` for `n` starts in one JVM; each start's milliseconds.
+fn curator_starts(n: usize) -> Result<Vec<f64>, String> {
+    let missing: Vec<&str> =
+        [CURATOR_TEST_JAR].into_iter().chain(CURATOR_CP).filter(|p| !std::path::Path::new(p).is_file()).collect();
+    if !missing.is_empty() {
+        return Err(format!("{} not installed (Debian libcurator-test-java, libslf4j-java)", missing.join(", ")));
+    }
+    let dir = std::env::temp_dir().join(format!("testkeeper-bench-curator-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let src = dir.join("ClusterStart.java");
+    std::fs::write(&src, CLUSTER_START_JAVA).map_err(|e| format!("writing {}: {e}", src.display()))?;
+    let cp = std::env::join_paths([CURATOR_TEST_JAR].into_iter().chain(CURATOR_CP)).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()))
+        .current_dir(&dir)
+        .arg("-cp")
+        .arg(cp)
+        .arg(&src)
+        .arg(n.to_string())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out.map_err(|e| format!("running java: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ms: Vec<f64> =
+        text.lines().filter_map(|l| l.strip_prefix("start_to_leader_ms ")?.trim().parse().ok()).collect();
+    if !out.status.success() || ms.len() != n {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(10).collect();
+        return Err(format!(
+            "ClusterStart.java failed ({}): {}",
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    Ok(ms)
+}
