@@ -109,7 +109,12 @@ pub struct SledLog {
     hard: HardState,
     appended: Arc<AtomicU64>,
     syncer: Arc<SledSyncer>,
+    /// Removes the records a compaction dropped, off the engine's lock (see `compact_to`).
+    compactor: Option<std::thread::JoinHandle<()>>,
 }
+
+/// Records removed per sled batch by the compactor thread.
+const COMPACT_CHUNK: u64 = 4096;
 
 /// Flushes the database from the syncer thread.
 struct SledSyncer {
@@ -139,7 +144,23 @@ pub struct Opened {
     pub warnings: Vec<String>,
 }
 
+impl Drop for SledLog {
+    fn drop(&mut self) {
+        // The database must be closed before the directory is opened again (a restart).
+        self.await_compactor();
+    }
+}
+
 impl SledLog {
+    /// Waits for the compactor thread, if one runs.
+    fn await_compactor(&mut self) {
+        if let Some(h) = self.compactor.take() {
+            if h.join().is_err() {
+                warn!("the log compactor thread panicked; its records stay below the snapshot");
+            }
+        }
+    }
+
     /// Opens (or creates) the database in `dir` and verifies it.
     ///
     /// # Errors
@@ -211,7 +232,8 @@ impl SledLog {
         }
         let appended = Arc::new(AtomicU64::new(last));
         let syncer = Arc::new(SledSyncer { db: db.clone(), appended: appended.clone() });
-        let log = SledLog { dir: dir.to_path_buf(), db, first, last, last_term, hard, appended, syncer };
+        let log =
+            SledLog { dir: dir.to_path_buf(), db, first, last, last_term, hard, appended, syncer, compactor: None };
         Ok(Opened { log, meta, warnings })
     }
 
@@ -281,6 +303,7 @@ impl Log for SledLog {
     }
 
     fn truncate_from(&mut self, index: u64) -> Result<(), LogError> {
+        self.await_compactor();
         let mut batch = sled::Batch::default();
         for i in index.max(self.first)..=self.last {
             batch.remove(&key(i)[..]);
@@ -298,16 +321,42 @@ impl Log for SledLog {
     fn compact_to(&mut self, index: u64) -> Result<(), LogError> {
         // The last entry always stays, so a reopened log knows where it ends.
         let upto = index.min(self.last);
-        let mut batch = sled::Batch::default();
-        for i in self.first..upto {
-            batch.remove(&key(i)[..]);
+        if upto <= self.first {
+            return Ok(());
         }
-        self.db.apply_batch(batch).map_err(|e| io("compacting the log", e))?;
-        self.first = self.first.max(upto);
+        // The log ends below `upto` now; its records go on a thread, because this runs under
+        // the engine's lock and removing a million of them took seconds (every request
+        // waited). The thread removes them in ascending chunks, so what a crash leaves is a
+        // contiguous log that starts later below the snapshot: one compacted less, which
+        // recovery already reads. One compactor at a time keeps it so.
+        self.await_compactor();
+        let (from, db) = (self.first, self.db.clone());
+        self.first = upto;
+        let work = move || {
+            let mut start = from;
+            while start < upto {
+                let end = (start + COMPACT_CHUNK).min(upto);
+                let mut batch = sled::Batch::default();
+                for i in start..end {
+                    batch.remove(&key(i)[..]);
+                }
+                if let Err(e) = db.apply_batch(batch) {
+                    warn!(error = %e, from = start, upto, "removing compacted log records failed; they stay below the snapshot");
+                    return;
+                }
+                start = end;
+            }
+        };
+        let handle = std::thread::Builder::new()
+            .name("testkeeper-compactor".into())
+            .spawn(work)
+            .map_err(|e| io("starting the log compactor", e))?;
+        self.compactor = Some(handle);
         Ok(())
     }
 
     fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError> {
+        self.await_compactor();
         let mut batch = sled::Batch::default();
         for kv in self.db.scan_prefix(b"e") {
             let (k, _) = kv.map_err(|e| io("scanning the log", e))?;
