@@ -73,6 +73,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub storage: crate::serve_storage::StorageArgs,
     #[command(flatten)]
+    pub limits: crate::serve_limits::LimitArgs,
+    #[command(flatten)]
     pub cluster: crate::serve_cluster::ClusterArgs,
 }
 
@@ -149,6 +151,7 @@ impl ServeArgs {
         cfg.digest_check_on_commit = self.digest_check_on_commit;
         cfg.seed = self.seed.unwrap_or_else(rand_seed);
         self.storage.apply(&mut cfg);
+        self.limits.apply(&mut cfg);
         Ok(cfg)
     }
 }

@@ -8,22 +8,31 @@ use testkeeper_wire::{Acl, Id, ZkError};
 /// One identity a session has authenticated as (`scheme`, `id`), e.g. ("digest", "u:hash").
 pub type AuthId = Id;
 
-/// `digest` scheme id for a `user:password` credential: `user:base64(sha1(user:password))`.
-pub fn digest_id(credential: &str) -> Option<String> {
-    let (user, _) = credential.split_once(':')?;
+/// `digest` scheme id for a `user:password` credential: `user:base64(sha1(user:password))`,
+/// the user being what precedes the first colon. `zookeeper`: a credential without a colon is
+/// a user of that name (`DigestAuthenticationProvider.generateDigest` splits at most once and
+/// hashes the whole), as is the part before the first of several; otherwise (Keeper's auth
+/// processor) anything but exactly one colon is refused.
+pub fn digest_id(credential: &str, zookeeper: bool) -> Option<String> {
+    let user = match credential.split_once(':') {
+        Some((user, rest)) if zookeeper || !rest.contains(':') => user,
+        None if zookeeper => credential,
+        _ => return None,
+    };
     let hash = Sha1::digest(credential.as_bytes());
     Some(format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash)))
 }
 
-/// Turns an auth packet into the identity it grants. `super_digest` is `super:<base64sha1>`.
+/// Turns an auth packet into the identity it grants. `super_digest` is `super:<base64sha1>`;
+/// `zookeeper` reads credentials as ZooKeeper does (see [`digest_id`]).
 ///
 /// # Errors
 /// AUTHFAILED for an unsupported scheme or a malformed credential.
-pub fn authenticate(scheme: &str, auth: &[u8], super_digest: Option<&str>) -> Result<AuthId, ZkError> {
+pub fn authenticate(scheme: &str, auth: &[u8], super_digest: Option<&str>, zookeeper: bool) -> Result<AuthId, ZkError> {
     match scheme {
         "digest" => {
             let cred = std::str::from_utf8(auth).map_err(|_| ZkError::AuthFailed)?;
-            let id = digest_id(cred).ok_or(ZkError::AuthFailed)?;
+            let id = digest_id(cred, zookeeper).ok_or(ZkError::AuthFailed)?;
             if super_digest == Some(id.as_str()) {
                 return Ok(Id { scheme: "super".into(), id: String::new() });
             }
@@ -151,8 +160,19 @@ mod tests {
     #[test]
     fn digest_matches_zookeeper() {
         // base64(sha1("super:secret")), as `DigestAuthenticationProvider.generateDigest` computes it.
-        assert_eq!(digest_id("super:secret").unwrap(), "super:lK75jTNcA+U9vtVEw5vB51mj/w4=");
-        assert_eq!(digest_id("nocolon"), None);
+        assert_eq!(digest_id("super:secret", true).unwrap(), "super:lK75jTNcA+U9vtVEw5vB51mj/w4=");
+        assert_eq!(digest_id("super:secret", false), digest_id("super:secret", true));
+    }
+
+    #[test]
+    fn credentials_without_exactly_one_colon_follow_each_server() {
+        // ZooKeeper: no colon, the whole credential is the user; several, the first part is.
+        assert_eq!(digest_id("nocolon", true).unwrap(), "nocolon:Ra+cHr2ZoHvBjtNArFGNGlVie4g=");
+        assert!(digest_id("a:b:c", true).unwrap().starts_with("a:"));
+        // Keeper: `std::count(data, ':') != 1` is ZAUTHFAILED.
+        assert_eq!((digest_id("nocolon", false), digest_id("a:b:c", false)), (None, None));
+        assert_eq!(authenticate("digest", b"nocolon", None, false), Err(ZkError::AuthFailed));
+        assert!(authenticate("digest", b"nocolon", None, true).is_ok());
     }
 
     #[test]
@@ -173,13 +193,13 @@ mod tests {
 
     #[test]
     fn checks_and_fixup() {
-        let user = authenticate("digest", b"u:p", None).unwrap();
+        let user = authenticate("digest", b"u:p", None, false).unwrap();
         let acl = vec![Acl { perms: perms::READ, id: user.clone() }];
         assert!(allowed(&acl, std::slice::from_ref(&user), perms::READ));
         assert!(!allowed(&acl, std::slice::from_ref(&user), perms::WRITE));
         assert!(!allowed(&acl, &[], perms::READ));
         assert!(allowed(&Acl::open(), &[], perms::ADMIN));
-        let sup = authenticate("digest", b"super:secret", Some("super:lK75jTNcA+U9vtVEw5vB51mj/w4=")).unwrap();
+        let sup = authenticate("digest", b"super:secret", Some("super:lK75jTNcA+U9vtVEw5vB51mj/w4="), true).unwrap();
         assert!(allowed(&acl, &[sup], perms::WRITE));
         assert_eq!(fixup(&[], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(fixup(&[Acl::new(31, "auth", "")], &[], true), Err(ZkError::InvalidAcl));
@@ -192,6 +212,6 @@ mod tests {
         assert!(fixup(&[Acl::new(31, "ip", "127.0.0.1")], &[], true).is_ok());
         assert_eq!(fixup(&[Acl::new(31, "ip", "10.0.0.0/33")], &[], true), Err(ZkError::InvalidAcl));
         assert_eq!(fixup(&[Acl::new(31, "ip", "999.1.1.1")], &[], true), Err(ZkError::InvalidAcl));
-        assert_eq!(authenticate("sasl", b"x", None), Err(ZkError::AuthFailed));
+        assert_eq!(authenticate("sasl", b"x", None, true), Err(ZkError::AuthFailed));
     }
 }

@@ -135,7 +135,7 @@ fn multi_is_all_or_nothing_with_exact_codes() {
 fn acls_are_enforced() {
     let mut h = Harness::new(Flavor::Zookeeper);
     let s = h.session();
-    let user = super::acl::authenticate("digest", b"u:p", None).unwrap();
+    let user = super::acl::authenticate("digest", b"u:p", None, false).unwrap();
     let locked = Request::Create(testkeeper_wire::CreateOp {
         op: OpCode::Create,
         req: testkeeper_wire::records::create::CreateRequest {

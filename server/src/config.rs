@@ -98,6 +98,41 @@ pub struct ServerConfig {
     pub broken: Option<Broken>,
     /// A cluster's recorder of applied entries, roles and loads, for white-box checks.
     pub tap: Option<Tap>,
+    /// Connection limits and timeouts (`--max-connections`, `--handshake-timeout-ms`, ...).
+    pub limits: ConnLimits,
+}
+
+/// What bounds a connection before and while it is served: how many there may be, how long
+/// one may take to say who it is, and how much it may leave unread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// Open client connections at most (0: no limit); an extra one is closed at once.
+    pub max_connections: usize,
+    /// Open client connections from one IP address at most (ZooKeeper's `maxClientCnxns`,
+    /// 60 by default; 0: no limit).
+    pub max_connections_per_ip: usize,
+    /// A connection must send its handshake (or a four-letter word) within this long of being
+    /// accepted, however it trickles its bytes (0: no bound).
+    pub handshake_timeout_ms: u64,
+    /// A connection without a session that sends nothing for this long is closed (ZooKeeper's
+    /// `zookeeper.nio.sessionlessCnxnTimeout`, 10000 ms; 0: no bound). Once a session is
+    /// bound, its own timeout takes over.
+    pub sessionless_idle_ms: u64,
+    /// Reply bytes a connection may have queued and unwritten before the server stops reading
+    /// its requests (0: no limit).
+    pub reply_queue_bytes: usize,
+}
+
+impl Default for ConnLimits {
+    fn default() -> ConnLimits {
+        ConnLimits {
+            max_connections: 0,
+            max_connections_per_ip: 60,
+            handshake_timeout_ms: 10_000,
+            sessionless_idle_ms: 10_000,
+            reply_queue_bytes: 4 << 20,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -133,6 +168,7 @@ impl ServerConfig {
             reserved_log_items: 100_000,
             broken: None,
             tap: None,
+            limits: ConnLimits::default(),
         }
     }
 

@@ -288,9 +288,10 @@ fn srvr(e: &Engine, with_clients: bool, asker: Option<SocketAddr>) -> String {
 fn conf(e: &Engine) -> String {
     let c = &e.cfg;
     format!(
-        "clientPort={}\nflavor={}\nmaxClientCnxns=0\nminSessionTimeout={}\nmaxSessionTimeout={}\nmax_frame={}\ndigest_enabled={}\nfour_letter_word_allow_list={}\n",
+        "clientPort={}\nflavor={}\nmaxClientCnxns={}\nminSessionTimeout={}\nmaxSessionTimeout={}\nmax_frame={}\ndigest_enabled={}\nfour_letter_word_allow_list={}\n",
         c.listen.port(),
         c.flavor,
+        c.limits.max_connections_per_ip,
         c.min_session_timeout_ms,
         c.max_session_timeout_ms,
         c.max_frame,

@@ -85,3 +85,57 @@ async fn an_oversized_frame_is_refused_from_its_length_alone() {
     let n = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await.expect("closed promptly");
     assert_eq!(n.unwrap_or(0), 0);
 }
+
+/// Sends one request frame (xid 7) after a handshake and returns the reply's error code, or
+/// `None` when the server closed the connection without one.
+async fn raw_request(addr: std::net::SocketAddr, op: i32, body: &[u8]) -> Option<i32> {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&handshake()).await.unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.unwrap();
+    let mut resp = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut resp).await.unwrap();
+    let mut frame = ((8 + body.len()) as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&7i32.to_be_bytes());
+    frame.extend_from_slice(&op.to_be_bytes());
+    frame.extend_from_slice(body);
+    s.write_all(&frame).await.unwrap();
+    let mut reply = [0u8; 20]; // length, xid, zxid, err
+    match tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut reply)).await.expect("answered or closed") {
+        Ok(_) => Some(i32::from_be_bytes(reply[16..20].try_into().unwrap())),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test]
+async fn zookeepers_own_opcodes_and_odd_credentials_answer_per_flavor() {
+    let token = [0u8, 0, 0, 0]; // an empty sasl token buffer
+    for flavor in [Flavor::Keeper, Flavor::Zookeeper] {
+        let mut cfg = ServerConfig::new(flavor);
+        cfg.listen = "127.0.0.1:0".parse().unwrap();
+        let tk = TestKeeper::start(cfg).await.unwrap();
+        let got: Vec<Option<i32>> = vec![
+            raw_request(tk.addr(), 102, &token).await,
+            raw_request(tk.addr(), 20, b"").await,
+            raw_request(tk.addr(), -10, b"").await,
+        ];
+        let want = match flavor {
+            // Keeper knows none of them: the connection closes unanswered.
+            Flavor::Keeper => vec![None, None, None],
+            Flavor::Zookeeper => vec![Some(0), Some(-8), Some(-5)],
+        };
+        assert_eq!(got, want, "{flavor}: sasl, deleteContainer, createSession");
+
+        let c = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+        let auth = c.add_auth("digest", b"nocolon").await;
+        match flavor {
+            Flavor::Keeper => assert_eq!(auth.unwrap_err().code(), Some(-115), "Keeper wants exactly one colon"),
+            Flavor::Zookeeper => auth.expect("ZooKeeper takes the whole credential as the user"),
+        }
+        assert!(c.exists("/", false).await.unwrap().is_some(), "{flavor}: the connection stays");
+        if flavor == Flavor::Keeper {
+            assert_eq!(c.add_auth("digest", b"a:b:c").await.unwrap_err().code(), Some(-115));
+            c.add_auth("digest", b"a:b").await.expect("one colon is a credential");
+        }
+    }
+}

@@ -166,9 +166,6 @@ pub enum DecodeError {
     /// A length prefix is negative (other than the jute null marker) or larger than the frame.
     #[error("invalid length {len} in {what}")]
     BadLength { what: &'static str, len: i64 },
-    /// A string was not valid UTF-8.
-    #[error("invalid UTF-8 in {0}")]
-    BadUtf8(&'static str),
     /// The opcode is not one this codec knows.
     #[error("unknown opcode {0}")]
     UnknownOpCode(i32),

@@ -166,13 +166,16 @@ impl<'a> Reader<'a> {
         self.buffer(what).map(Some)
     }
 
-    /// Reads a `ustring`; null reads as empty.
+    /// Reads a `ustring`; null reads as empty. Bytes that are not UTF-8 become U+FFFD, as
+    /// jute's Java reader (`new String(bytes, UTF_8)`) makes them: ZooKeeper then answers a
+    /// read of such a path NONODE and refuses to create it (BADARGUMENTS: U+FFFD is outside
+    /// `PathUtils.validatePath`'s range) instead of failing the request.
     ///
     /// # Errors
-    /// Truncated, BadLength or BadUtf8.
+    /// Truncated or BadLength.
     pub fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
         let raw = self.len_prefixed(what)?;
-        String::from_utf8(raw.to_vec()).map_err(|_| DecodeError::BadUtf8(what))
+        Ok(String::from_utf8_lossy(raw).into_owned())
     }
 
     /// Reads a `vector<T>`; null reads as empty.
@@ -302,7 +305,7 @@ mod tests {
         let mut out = BytesMut::new();
         put_i32(&mut out, -7);
         assert!(matches!(Reader::new(&out).string("s"), Err(DecodeError::BadLength { .. })));
-        let bad = [0, 0, 0, 2, 0xff, 0xfe];
-        assert_eq!(Reader::new(&bad).string("s"), Err(DecodeError::BadUtf8("s")));
+        let bad = [0, 0, 0, 3, b'/', 0xff, 0xc3];
+        assert_eq!(Reader::new(&bad).string("s").unwrap(), "/\u{fffd}\u{fffd}");
     }
 }

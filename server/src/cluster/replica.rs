@@ -317,7 +317,7 @@ mod tests {
         let (tx, _) = std::sync::mpsc::channel();
         e.join_cluster(Replica::new(Link { node: 1, tx }));
         let (out, rx) = tokio::sync::mpsc::unbounded_channel();
-        e.add_conn("127.0.0.1:1".parse().unwrap(), out);
+        e.add_conn("127.0.0.1:1".parse().unwrap(), out, crate::engine::backlog::Backlog::new(0));
         e.role_changed(Role::Follower, 2, 1);
         (e, rx)
     }

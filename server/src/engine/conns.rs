@@ -3,6 +3,7 @@
 //! is released (`flush`), so a batch of pipelined requests becomes one write.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -13,6 +14,7 @@ use testkeeper_wire::records::header::{keeper_state, ReplyHeader, WatcherEvent};
 use testkeeper_wire::Response;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::backlog::Backlog;
 use super::Engine;
 
 /// What a connection's writer is told to do.
@@ -35,6 +37,9 @@ pub enum Out {
 pub struct ConnInfo {
     pub peer: SocketAddr,
     pub tx: UnboundedSender<Out>,
+    /// What this connection has queued for its writer and not yet written; its reader stops
+    /// reading while it is at the limit (`--reply-queue-bytes`).
+    pub backlog: Arc<Backlog>,
     /// The session bound to this connection (0 before the handshake).
     pub session: i64,
     pub established_ms: i64,
@@ -60,7 +65,7 @@ pub struct ConnInfo {
 
 impl Engine {
     /// Registers a new connection and returns its id.
-    pub fn add_conn(&mut self, peer: SocketAddr, tx: UnboundedSender<Out>) -> u64 {
+    pub fn add_conn(&mut self, peer: SocketAddr, tx: UnboundedSender<Out>, backlog: Arc<Backlog>) -> u64 {
         let id = self.next_conn;
         self.next_conn += 1;
         let established_ms = self.clock.now_ms();
@@ -69,6 +74,7 @@ impl Engine {
             ConnInfo {
                 peer,
                 tx,
+                backlog,
                 session: 0,
                 established_ms,
                 received: 0,
@@ -140,8 +146,16 @@ impl Engine {
         if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.out.is_empty()) {
             // `split` leaves the spare capacity behind, and `reserve` reclaims the whole
             // buffer once the writer has dropped the frozen part: few allocations per batch.
-            let _ = c.tx.send(Out::Frame(c.out.split().freeze()));
+            let frame = c.out.split().freeze();
+            c.backlog.queued_more(frame.len());
+            let _ = c.tx.send(Out::Frame(frame));
         }
+    }
+
+    /// Whether connection `conn` has queued as much as it may (flushed or not): its reader
+    /// handles no more of its requests until the writer catches up.
+    pub fn out_full(&self, conn: u64) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.backlog.is_full(c.out.len()))
     }
 
     /// Puts a marker (delay, reset) on a connection's queue behind what is already encoded.

@@ -147,6 +147,14 @@ impl Engine {
             Work::Fail(code) => {
                 self.reply(conn, xid, self.state.zxid(), code, &Response::Empty);
             }
+            Work::FailWrite(op, e) => {
+                let shape = Shape { op, subs: Vec::new(), path: None };
+                self.propose(session, Decide::Fail(e), Reply::Client { conn, xid, shape, started });
+            }
+            Work::Sasl => {
+                // SetSASLResponse with a null token: its buffer's -1 length is all the body.
+                self.reply(conn, xid, 0, 0, &Response::Number(-1));
+            }
             Work::Unknown(op) => {
                 debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
                 self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
@@ -206,7 +214,7 @@ impl Engine {
             Request::Auth(a) => {
                 // ZooKeeper answers auth with zxid 0 (measured on 3.8.0).
                 let zxid = if auth_zk { 0 } else { zxid };
-                match acl::authenticate(&a.scheme, &a.auth, self.cfg.super_digest.as_deref()) {
+                match acl::authenticate(&a.scheme, &a.auth, self.cfg.super_digest.as_deref(), auth_zk) {
                     Ok(id) => {
                         if let Some(c) = self.conns.get_mut(&conn) {
                             if !c.auth.contains(&id) {

@@ -15,20 +15,24 @@
 //! # Layout
 //! - `shared`: the lock, its guard, and the syncer thread that makes durable entries commit.
 //! - `conns`: connections and their output buffers.
+//! - `backlog`: the bytes a connection has queued and not yet written (backpressure).
 //! - `dispatch`: one request to its place in the session's order; reads and local ops.
 //! - `order`: the per-session FIFO of requests waiting behind uncommitted writes.
 //! - `commit`: propose, append, commit, reply by index.
 //! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
 //! - `session`: handshake, resumption, disconnect, expiry, container/TTL collection.
 //! - `faults`: what each fault action does to a request on this path.
+//! - `internal_ops`: ZooKeeper's answers to the opcodes it keeps for itself (sasl, ...).
 //! - `reply`: outcome -> wire response; watch registration after reads.
 //! - `stats`: counters for the four-letter words and metrics.
 
+pub mod backlog;
 mod broken;
 mod commit;
 mod conns;
 mod dispatch;
 mod faults;
+mod internal_ops;
 mod order;
 mod reply;
 pub mod session;

@@ -20,6 +20,11 @@ pub(crate) enum Work {
     Fail(i32),
     /// An opcode the flavor does not know (the reply, if any, then the close).
     Unknown(i32),
+    /// A request the flavor's server refuses as an error entry that takes a zxid (ZooKeeper's
+    /// error txn): a client's deleteContainer or createSession.
+    FailWrite(testkeeper_wire::OpCode, testkeeper_wire::ZkError),
+    /// A client's sasl request, where no SASL is configured: OK with a null token, zxid 0.
+    Sasl,
 }
 
 /// A request waiting for its turn.
@@ -44,7 +49,8 @@ impl Engine {
     pub(crate) fn is_write(&self, work: &Work) -> bool {
         match work {
             Work::Req(req) => self.is_write_req(req),
-            Work::Fail(_) | Work::Unknown(_) => false,
+            Work::FailWrite(..) => true,
+            Work::Fail(_) | Work::Unknown(_) | Work::Sasl => false,
         }
     }
 

@@ -19,6 +19,8 @@ use crate::log::Syncer;
 /// What every connection task, the HTTP endpoint and the embedding API share.
 pub struct Shared {
     pub cfg: Arc<ServerConfig>,
+    /// The network shell's counters (`/metrics`), kept outside the lock.
+    pub net: super::stats::NetCounters,
     engine: Mutex<Engine>,
     /// Wakes the syncer: `true` when appended entries wait for a flush, and whether to stop.
     wake: Mutex<Wake>,
@@ -39,6 +41,7 @@ impl Shared {
         let syncer = engine.syncer().filter(|_| cfg.fsync == Fsync::Always);
         let shared = Arc::new(Shared {
             cfg,
+            net: super::stats::NetCounters::default(),
             engine: Mutex::new(engine),
             wake: Mutex::new(Wake::default()),
             cond: Condvar::new(),

@@ -69,3 +69,27 @@ impl Stats {
         };
     }
 }
+
+/// What the network shell counts outside the engine lock: connections refused, accept
+/// failures, connections closed for saying nothing, and reads paused by backpressure. Atomics,
+/// so the accept loop and the readers never take the engine lock for them.
+#[derive(Debug, Default)]
+pub struct NetCounters {
+    /// Connections closed at once for passing `--max-connections` or `--max-connections-per-ip`.
+    pub refused: std::sync::atomic::AtomicU64,
+    /// accept() calls that failed (out of descriptors and the like).
+    pub accept_errors: std::sync::atomic::AtomicU64,
+    /// Connections closed for not finishing their handshake in `--handshake-timeout-ms`.
+    pub handshake_timeouts: std::sync::atomic::AtomicU64,
+    /// Session-less connections closed for sending nothing in `--sessionless-idle-ms`.
+    pub idle_timeouts: std::sync::atomic::AtomicU64,
+    /// Times a reader stopped reading because its connection's reply queue was full.
+    pub reads_paused: std::sync::atomic::AtomicU64,
+}
+
+impl NetCounters {
+    /// Adds one to `counter`.
+    pub fn bump(counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -19,7 +19,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::engine::stats::{LatencyHistogram, LATENCY_BOUNDS_US};
+use crate::engine::stats::{LatencyHistogram, NetCounters, LATENCY_BOUNDS_US};
 use crate::engine::Engine;
 use crate::engine::Shared;
 use crate::faults::Kind;
@@ -28,7 +28,8 @@ type Labels = Vec<(String, String)>;
 
 /// `GET /metrics`.
 pub async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let registry = registry(&shared.engine());
+    let mut registry = registry(&shared.engine());
+    register_net(&mut registry, &shared.net);
     let mut text = String::new();
     match prometheus_text::encode(&mut text, &registry) {
         Ok(()) => ([(header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)], text).into_response(),
@@ -53,6 +54,13 @@ pub fn registry(e: &Engine) -> Registry {
     let gauge = |v: usize| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
     r.register("sessions", "Live sessions", gauge(e.sessions.len()));
     r.register("connections", "Open client connections", gauge(e.conns.len()));
+    let queued: usize = e.conns.values().map(|c| c.backlog.queued()).sum();
+    r.register_with_unit(
+        "reply_queue",
+        "Reply bytes queued for clients and not yet written, all connections",
+        Unit::Bytes,
+        gauge(queued),
+    );
     r.register("znodes", "Znodes, system nodes included", gauge(e.state.tree().len()));
     r.register("watches", "Registered watches", gauge(e.watches.count()));
     r.register("ephemerals", "Ephemeral znodes", gauge(e.state.tree().ephemeral_count()));
@@ -131,6 +139,36 @@ pub fn registry(e: &Engine) -> Registry {
     r.register("fault_rules", "Fault rules installed", gauge(e.faults.rules().len()));
     super::cluster::register_metrics(e, &mut r);
     r
+}
+
+/// The network shell's counters (kept outside the engine lock).
+fn register_net(r: &mut Registry, net: &NetCounters) {
+    let counter = |v: &std::sync::atomic::AtomicU64| {
+        let c = Counter::<u64>::default();
+        c.inc_by(v.load(std::sync::atomic::Ordering::Relaxed));
+        c
+    };
+    r.register(
+        "connections_refused",
+        "Connections closed on accept: past --max-connections or --max-connections-per-ip",
+        counter(&net.refused),
+    );
+    r.register("accept_errors", "Failed accepts (out of file descriptors and the like)", counter(&net.accept_errors));
+    r.register(
+        "handshake_timeouts",
+        "Connections closed without a complete handshake within --handshake-timeout-ms",
+        counter(&net.handshake_timeouts),
+    );
+    r.register(
+        "sessionless_idle_timeouts",
+        "Connections without a session closed after --sessionless-idle-ms of silence",
+        counter(&net.idle_timeouts),
+    );
+    r.register(
+        "reads_paused",
+        "Times a connection stopped being read because its reply queue was full (--reply-queue-bytes)",
+        counter(&net.reads_paused),
+    );
 }
 
 /// The engine's latency histogram as a Prometheus histogram in seconds.

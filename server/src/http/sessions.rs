@@ -57,6 +57,9 @@ fn connections_json(e: &Engine) -> Vec<Value> {
                 "sent": c.sent,
                 "last_op": c.last_op,
                 "blackholed": c.blackholed,
+                "queued_bytes": c.backlog.queued(),
+                "queued_peak_bytes": c.backlog.peak(),
+                "reads_paused": c.backlog.pauses(),
             })
         })
         .collect()
@@ -70,7 +73,7 @@ pub async fn list(State(shared): State<Arc<Shared>>) -> Json<Value> {
 }
 
 /// `GET /api/v1/connections`: `{"connections":[{"id","peer","session","received","sent",
-/// "last_op","blackholed"}...]}`, ordered by id.
+/// "last_op","blackholed","queued_bytes","queued_peak_bytes","reads_paused"}...]}`, ordered by id.
 pub async fn connections(State(shared): State<Arc<Shared>>) -> Json<Value> {
     let conns = connections_json(&shared.engine());
     Json(json!({ "connections": conns }))

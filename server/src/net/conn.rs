@@ -1,8 +1,11 @@
 //! One client connection: four-letter word or handshake on the first bytes, then the request
 //! loop. Every way a client can send bad bytes (malformed frame, short body, oversized length,
 //! unknown opcode in keeper flavor) ends here with a log line and a closed socket; the engine
-//! and every other session are untouched.
+//! and every other session are untouched. Before the handshake, reads are bounded in time
+//! (`opening`); after it, the connection is read only while its reply queue has room
+//! (`engine::backlog`), so a client that never reads its replies stops being read.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -18,8 +21,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
+use super::admission::Permit;
+use super::opening::{self, Opening};
 use super::writer;
 use crate::core::flavor::Flavor;
+use crate::engine::backlog::Backlog;
+use crate::engine::stats::NetCounters;
 use crate::engine::{Flow, Handshake, Shared};
 use crate::fourlw;
 
@@ -32,39 +39,41 @@ enum Stop {
     Bad(String),
 }
 
-/// Reads until `buf` holds one complete frame; returns its length (prefix included).
-async fn read_frame(
-    rd: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    max: usize,
-    stop: &mut watch::Receiver<bool>,
-) -> Result<usize, Stop> {
-    loop {
-        match split_frame(buf, max) {
-            Ok(Some(n)) => return Ok(n),
-            Ok(None) => {}
-            Err(e) => return Err(Stop::Bad(e.to_string())),
+/// Ends a connection that stopped before its handshake completed, with a log line that says why.
+fn opening_failed(shared: &Shared, peer: SocketAddr, why: opening::Stop) {
+    let limits = &shared.cfg.limits;
+    match why {
+        opening::Stop::HandshakeTimeout => {
+            NetCounters::bump(&shared.net.handshake_timeouts);
+            debug!(%peer, ms = limits.handshake_timeout_ms, "no complete handshake within --handshake-timeout-ms: closing");
         }
-        tokio::select! {
-            r = rd.read_buf(buf) => match r {
-                Ok(0) => return Err(if buf.is_empty() { Stop::Eof } else { Stop::Bad("connection closed inside a frame".into()) }),
-                Ok(_) => {}
-                Err(e) => return Err(Stop::Bad(format!("read error: {e}"))),
-            },
-            _ = stop.changed() => return Err(Stop::Shutdown),
+        opening::Stop::Idle => {
+            NetCounters::bump(&shared.net.idle_timeouts);
+            debug!(%peer, ms = limits.sessionless_idle_ms, "nothing received without a session within --sessionless-idle-ms: closing");
         }
+        opening::Stop::Bad(why) => warn!(%peer, %why, "bad handshake frame: closing"),
+        opening::Stop::Eof | opening::Stop::Shutdown => {}
     }
 }
 
-/// Serves one connection until it closes.
-pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+/// Serves one connection until it closes; `_permit` holds its place under the connection
+/// limits until then.
+pub async fn run(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    _permit: Permit,
+) {
     let _ = stream.set_nodelay(true);
     let max = shared.cfg.max_frame;
+    let opening = Opening::new(&shared.cfg.limits);
     let mut buf = BytesMut::with_capacity(4096);
     while buf.len() < 4 {
-        match stream.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        if let Err(why) = opening.read_some(&mut stream, &mut buf, &mut stop).await {
+            // Fewer than four bytes and a close is nothing worth a warning.
+            let why = if matches!(why, opening::Stop::Bad(_)) { opening::Stop::Eof } else { why };
+            return opening_failed(&shared, peer, why);
         }
     }
     let first: [u8; 4] = buf[..4].try_into().expect("four bytes");
@@ -83,15 +92,11 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
         warn!(%peer, len, "first frame is neither a handshake (44/45 bytes) nor a known four-letter word: closing");
         return;
     }
-    let (mut rd, wr) = stream.into_split();
-    let n = match read_frame(&mut rd, &mut buf, max, &mut stop).await {
+    let n = match opening.read_frame(&mut stream, &mut buf, max, &mut stop).await {
         Ok(n) => n,
-        Err(Stop::Bad(why)) => {
-            warn!(%peer, %why, "bad handshake frame: closing");
-            return;
-        }
-        Err(_) => return,
+        Err(why) => return opening_failed(&shared, peer, why),
     };
+    let (mut rd, wr) = stream.into_split();
     let req = match ConnectRequest::decode(&mut Reader::new(&buf[4..n])) {
         Ok(r) => r,
         Err(e) => {
@@ -101,13 +106,14 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
     };
     buf.advance(n);
     let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Backlog::new(shared.cfg.limits.reply_queue_bytes);
     let (closed_tx, mut closed_rx) = oneshot::channel();
-    tokio::spawn(writer::run(wr, rx, closed_tx));
+    tokio::spawn(writer::run(wr, rx, backlog.clone(), closed_tx));
     // The engine queues the handshake response itself (a new session's once its entry
     // commits), ahead of anything else for this connection.
     let (conn, handshake) = {
         let mut engine = shared.engine();
-        let conn = engine.add_conn(peer, tx);
+        let conn = engine.add_conn(peer, tx, backlog.clone());
         (conn, engine.connect(conn, &req))
     };
     if handshake != Handshake::Accept {
@@ -119,7 +125,8 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
         engine.disconnect(conn);
         return;
     }
-    let reason = serve_requests(&mut rd, &mut buf, &shared, conn, &mut stop, &mut closed_rx).await;
+    let mut link = Link { rd: &mut rd, buf: &mut buf, shared: &shared, conn, backlog: &backlog };
+    let reason = link.serve(&mut stop, &mut closed_rx).await;
     match reason {
         Stop::Bad(why) => warn!(%peer, %why, "closing connection"),
         Stop::Eof => debug!(%peer, "client closed the connection"),
@@ -132,34 +139,54 @@ pub async fn run(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, m
 }
 
 /// Decodes one request frame body (after the length prefix).
-fn decode(frame: &[u8]) -> Result<(i32, i32, Result<Request, DecodeError>), DecodeError> {
+fn decode(frame: &[u8]) -> Decoded {
     let mut r = Reader::new(frame);
-    let h = RequestHeader::decode(&mut r)?;
-    Ok((h.xid, h.op, Request::decode_body(h.op, r.remaining())))
+    let h = match RequestHeader::decode(&mut r) {
+        Ok(h) => h,
+        Err(e) => return Decoded::BadFrame(e),
+    };
+    match Request::decode_body(h.op, r.remaining()) {
+        Ok(req) => Decoded::Req(h.xid, req),
+        // Rare, and some of them ZooKeeper answers from the body: keep it.
+        Err(DecodeError::UnknownOpCode(op)) => Decoded::Unknown(h.xid, op, r.remaining().to_vec()),
+        Err(e) => Decoded::Malformed(h.xid, h.op, e),
+    }
 }
 
-async fn serve_requests(
-    rd: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    shared: &Shared,
+/// One frame, decoded.
+enum Decoded {
+    /// A request (xid, request).
+    Req(i32, Request),
+    /// An opcode the codec has no request for: xid, opcode, the body.
+    Unknown(i32, i32, Vec<u8>),
+    /// The header decoded but the body did not: xid, opcode, why.
+    Malformed(i32, i32, DecodeError),
+    /// Not even a header, or a bad length prefix.
+    BadFrame(DecodeError),
+}
+
+/// The request loop of one connection that has a session.
+struct Link<'a> {
+    rd: &'a mut OwnedReadHalf,
+    buf: &'a mut BytesMut,
+    shared: &'a Shared,
     conn: u64,
-    stop: &mut watch::Receiver<bool>,
-    closed: &mut oneshot::Receiver<()>,
-) -> Stop {
-    let max = shared.cfg.max_frame;
-    loop {
-        // Everything already buffered is handled under one lock: pipelined requests cost one
-        // lock and, through the writer, one write.
-        let mut pending = Vec::new();
+    backlog: &'a Backlog,
+}
+
+impl Link<'_> {
+    /// Frames and decodes everything buffered, onto `pending`.
+    fn decode_buffered(&mut self, pending: &mut VecDeque<Decoded>) {
+        let max = self.shared.cfg.max_frame;
         loop {
-            match split_frame(buf, max) {
+            match split_frame(self.buf, max) {
                 Ok(Some(n)) => {
-                    pending.push(decode(&buf[4..n]));
-                    buf.advance(n);
+                    pending.push_back(decode(&self.buf[4..n]));
+                    self.buf.advance(n);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    pending.push(Err(DecodeError::Malformed(
+                    pending.push_back(Decoded::BadFrame(DecodeError::Malformed(
                         if matches!(e, testkeeper_wire::frame::FrameError::Negative(_)) {
                             "negative frame length"
                         } else {
@@ -170,31 +197,65 @@ async fn serve_requests(
                 }
             }
         }
-        if !pending.is_empty() {
-            let mut engine = shared.engine();
-            for item in pending {
-                let flow = match item {
-                    Ok((xid, _, Ok(req))) => engine.handle(conn, xid, req),
-                    Ok((xid, _, Err(DecodeError::UnknownOpCode(op)))) => engine.unknown_op(conn, xid, op),
-                    Ok((xid, op, Err(e))) => match engine.malformed(conn, xid, op, &e.to_string()) {
-                        Flow::Close => return Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}")),
-                        flow => flow,
-                    },
-                    Err(e) => return Stop::Bad(format!("malformed frame: {e}")),
-                };
-                if flow == Flow::Close {
-                    return Stop::Closed;
-                }
+    }
+
+    /// Hands `pending` to the engine under one lock, until it is empty or the connection's
+    /// reply queue is full (what is left waits for the writer).
+    fn handle(&mut self, pending: &mut VecDeque<Decoded>) -> Option<Stop> {
+        let mut engine = self.shared.engine();
+        let conn = self.conn;
+        while !engine.out_full(conn) {
+            let Some(item) = pending.pop_front() else { break };
+            let flow = match item {
+                Decoded::Req(xid, req) => engine.handle(conn, xid, req),
+                Decoded::Unknown(xid, op, body) => engine.internal_op(conn, xid, op, &body),
+                Decoded::Malformed(xid, op, e) => match engine.malformed(conn, xid, op, &e.to_string()) {
+                    Flow::Close => return Some(Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}"))),
+                    flow => flow,
+                },
+                Decoded::BadFrame(e) => return Some(Stop::Bad(format!("malformed frame: {e}"))),
+            };
+            if flow == Flow::Close {
+                return Some(Stop::Closed);
             }
         }
-        tokio::select! {
-            r = rd.read_buf(buf) => match r {
-                Ok(0) => return if buf.is_empty() { Stop::Eof } else { Stop::Bad("connection closed inside a frame".into()) },
-                Ok(_) => {}
-                Err(e) => return Stop::Bad(format!("read error: {e}")),
-            },
-            _ = stop.changed() => return Stop::Shutdown,
-            _ = &mut *closed => return Stop::Eof,
+        None
+    }
+
+    async fn serve(&mut self, stop: &mut watch::Receiver<bool>, closed: &mut oneshot::Receiver<()>) -> Stop {
+        // Everything already buffered is handled under one lock: pipelined requests cost one
+        // lock and, through the writer, one write.
+        let mut pending = VecDeque::new();
+        loop {
+            if pending.is_empty() {
+                self.decode_buffered(&mut pending);
+            }
+            if !pending.is_empty() {
+                if let Some(stop) = self.handle(&mut pending) {
+                    return stop;
+                }
+            }
+            if !pending.is_empty() || self.backlog.is_full(0) {
+                // Backpressure: read nothing more until the writer has written enough; the
+                // client's unread replies then fill TCP's window, not our memory.
+                if self.backlog.is_full(0) {
+                    NetCounters::bump(&self.shared.net.reads_paused);
+                }
+                tokio::select! {
+                    () = self.backlog.room() => continue,
+                    _ = stop.changed() => return Stop::Shutdown,
+                    _ = &mut *closed => return Stop::Eof,
+                }
+            }
+            tokio::select! {
+                r = self.rd.read_buf(self.buf) => match r {
+                    Ok(0) => return if self.buf.is_empty() { Stop::Eof } else { Stop::Bad("connection closed inside a frame".into()) },
+                    Ok(_) => {}
+                    Err(e) => return Stop::Bad(format!("read error: {e}")),
+                },
+                _ = stop.changed() => return Stop::Shutdown,
+                _ = &mut *closed => return Stop::Eof,
+            }
         }
     }
 }

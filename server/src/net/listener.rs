@@ -1,29 +1,88 @@
-//! The accept loop.
+//! The accept loop: connection limits on accept, and a growing pause when accept itself fails
+//! for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM). Such a failure leaves
+//! the pending connection in the kernel's queue, so the listener stays readable and an
+//! immediate retry would spin and log as fast as it can.
 
+use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
+use super::admission::Admission;
 use super::conn;
+use crate::engine::stats::NetCounters;
 use crate::engine::Shared;
+
+/// The first pause after a failed accept, and the most any pause grows to.
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+const BACKOFF_CAP: Duration = Duration::from_secs(1);
+
+/// How long to pause after each failed accept: doubling from `BACKOFF_FIRST` to `BACKOFF_CAP`
+/// while failures for want of resources go on, back to the start after an accept succeeds.
+#[derive(Debug, Default)]
+struct Backoff {
+    next: Option<Duration>,
+}
+
+impl Backoff {
+    /// The pause after `e`; `None` for an error of that one connection (it reset before we
+    /// took it, say), where the next accept may well succeed at once.
+    fn failed(&mut self, e: &io::Error) -> Option<Duration> {
+        let scarce = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+            || e.kind() == io::ErrorKind::OutOfMemory;
+        if !scarce {
+            return None;
+        }
+        let pause = self.next.unwrap_or(BACKOFF_FIRST);
+        self.next = Some((pause * 2).min(BACKOFF_CAP));
+        Some(pause)
+    }
+
+    fn succeeded(&mut self) {
+        self.next = None;
+    }
+}
 
 /// Accepts connections until `shutdown` turns true; each runs in its own task and is told to
 /// stop through the same signal.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let limits = shared.cfg.limits;
+    let admission = Admission::new(limits.max_connections, limits.max_connections_per_ip);
+    let mut backoff = Backoff::default();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let shared = shared.clone();
-                    let stop = shutdown.clone();
-                    tokio::spawn(async move { conn::run(stream, peer, shared, stop).await });
+                    backoff.succeeded();
+                    match admission.admit(peer.ip()) {
+                        Ok(permit) => {
+                            let shared = shared.clone();
+                            let stop = shutdown.clone();
+                            tokio::spawn(async move { conn::run(stream, peer, shared, stop, permit).await });
+                        }
+                        Err(refusal) => {
+                            // As ZooKeeper does: accept, say why in the log, close.
+                            NetCounters::bump(&shared.net.refused);
+                            warn!(%peer, "refusing connection: {refusal}");
+                            drop(stream);
+                        }
+                    }
                 }
                 Err(e) => {
-                    // Out of file descriptors and the like: back off briefly rather than spin.
-                    warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    NetCounters::bump(&shared.net.accept_errors);
+                    match backoff.failed(&e) {
+                        Some(pause) => {
+                            warn!(error = %e, open = admission.open(), retry_in_ms = pause.as_millis() as u64, "accept failed; pausing before the next");
+                            tokio::select! {
+                                () = tokio::time::sleep(pause) => {}
+                                _ = shutdown.changed() => return,
+                            }
+                        }
+                        None => debug!(error = %e, "accept failed"),
+                    }
                 }
             },
             _ = shutdown.changed() => {
@@ -31,5 +90,22 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: wat
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_to_the_cap_and_start_over_after_a_success() {
+        let mut b = Backoff::default();
+        let emfile = io::Error::from_raw_os_error(libc::EMFILE);
+        let pauses: Vec<u64> = (0..10).map(|_| b.failed(&emfile).unwrap().as_millis() as u64).collect();
+        assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        b.succeeded();
+        assert_eq!(b.failed(&io::Error::from_raw_os_error(libc::ENFILE)), Some(BACKOFF_FIRST));
+        let aborted = io::Error::from(io::ErrorKind::ConnectionAborted);
+        assert_eq!(b.failed(&aborted), None, "a connection's own error retries at once");
     }
 }

@@ -4,12 +4,16 @@
 //! reached through `engine::Shared`.
 //!
 //! # Layout
-//! - `listener`: accept loop and server-wide shutdown.
-//! - `conn`: one connection: four-letter words, handshake, request loop.
+//! - `listener`: accept loop (limits, backoff when accept fails) and server-wide shutdown.
+//! - `admission`: open connections in total and per client IP.
+//! - `opening`: the handshake deadline and the session-less idle bound.
+//! - `conn`: one connection: four-letter words, handshake, request loop (backpressure).
 //! - `writer`: the outgoing half, batching queued frames into few writes.
 
+pub mod admission;
 pub mod conn;
 pub mod listener;
+pub mod opening;
 mod writer;
 
 use std::sync::Arc;

@@ -1,6 +1,9 @@
 //! The writing half of a connection: drains the queue the engine fills, coalescing everything
 //! already queued into one write, and closes the socket when told. Fault markers in the queue
 //! are honoured in order: a delay holds everything queued after it, a reset aborts the socket.
+//! What it has written it takes off the connection's backlog, which lets a paused reader on.
+
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
@@ -8,10 +11,16 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 
+use crate::engine::backlog::Backlog;
 use crate::engine::Out;
 
 /// Runs until the queue closes or an `Out::Close` (or `Out::Reset`) arrives; then signals `closed`.
-pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed: oneshot::Sender<()>) {
+pub async fn run(
+    mut wr: OwnedWriteHalf,
+    mut rx: UnboundedReceiver<Out>,
+    backlog: Arc<Backlog>,
+    closed: oneshot::Sender<()>,
+) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut reset = false;
     'outer: while let Some(first) = rx.recv().await {
@@ -20,7 +29,11 @@ pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed:
         // is written as is, without the copy into `buf` that coalescing several needs.
         let mut single: Option<Bytes> = None;
         let mut next = Some(first);
+        let mut bytes = 0;
         while let Some(out) = next {
+            if let Out::Frame(b) = &out {
+                bytes += b.len();
+            }
             match out {
                 Out::Frame(b) if buf.is_empty() && single.is_none() => single = Some(b),
                 Out::Frame(b) => {
@@ -49,6 +62,7 @@ pub async fn run(mut wr: OwnedWriteHalf, mut rx: UnboundedReceiver<Out>, closed:
             None if !buf.is_empty() => wr.write_all(&buf).await,
             None => Ok(()),
         };
+        backlog.written(bytes);
         if written.is_err() {
             break 'outer;
         }

@@ -54,7 +54,7 @@ impl Rig {
     fn connect(&mut self, resume: bool) {
         let (tx, rx) = mpsc::unbounded_channel();
         self.rx = rx;
-        self.conn = self.engine.add_conn(peer(), tx);
+        self.conn = self.engine.add_conn(peer(), tx, crate::engine::backlog::Backlog::new(0));
         let (session_id, passwd) =
             if resume { (self.session, self.engine.password(self.session)) } else { (0, vec![0; 16]) };
         let req = ConnectRequest {

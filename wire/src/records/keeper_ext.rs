@@ -39,7 +39,7 @@ impl ListRequest {
     /// Decodes a filteredList (500) body, or a 506 body when `extended`.
     ///
     /// # Errors
-    /// Truncated or BadUtf8.
+    /// Truncated or BadLength.
     pub fn decode_as(r: &mut Reader<'_>, extended: bool) -> Result<ListRequest, DecodeError> {
         let path = r.string("ListRequest.path")?;
         let watch = r.bool("ListRequest.watch")?;
