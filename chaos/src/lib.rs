@@ -12,13 +12,14 @@
 //! - `client`: one session over our own client; `worker`: a client worker of the main phase.
 //! - `workload/`: what the clients do; `nemesis/`: the seeded fault schedule and its actor.
 //! - `checks`: which checkers judge which workload; `record`: the embedded cluster's record.
-//! - `report`: the terminal summary and the JSON report.
+//! - `report`: the terminal summary, the JSON and JUnit reports; `html/`: the HTML report.
 
 pub mod check;
 pub mod checks;
 pub mod client;
 pub mod config;
 pub mod history;
+pub mod html;
 pub mod nemesis;
 pub mod record;
 pub mod report;

@@ -131,7 +131,7 @@ impl Report {
 }
 
 /// `text` with XML's five special characters escaped.
-fn xml(text: &str) -> String {
+pub(crate) fn xml(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
 }
 

@@ -66,6 +66,10 @@ pub struct ChaosArgs {
     /// Write the checkers' results as a JUnit XML test suite to FILE (one case per checker).
     #[arg(long, value_name = "FILE")]
     junit: Option<std::path::PathBuf>,
+    /// Write a self-contained HTML report to FILE: a timeline per key and process with the
+    /// nemesis windows and the anomalies marked, the checkers' table, the replay command.
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 /// Runs `chaos`; the exit status says how the run was judged.
@@ -104,7 +108,12 @@ pub async fn run(args: ChaosArgs) -> ExitCode {
     };
     print!("{}", report.text());
     let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string());
-    for (path, bytes) in [(&args.json, json), (&args.junit, Ok(report.junit().into_bytes()))] {
+    let outputs = [
+        (&args.json, json),
+        (&args.junit, Ok(report.junit().into_bytes())),
+        (&args.html, Ok(report.html().into_bytes())),
+    ];
+    for (path, bytes) in outputs {
         let Some(path) = path else { continue };
         let written =
             bytes.and_then(|b| std::fs::write(path, b).map_err(|e| format!("writing {}: {e}", path.display())));
