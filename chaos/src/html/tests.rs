@@ -1,5 +1,6 @@
 //! The HTML report on synthetic histories: a violating register history (the timeline, the
-//! nemesis band, the anomaly's ops marked and its rows first), unknown ops' tails, and the cap.
+//! nemesis band, the anomaly's ops marked and its rows first), unknown ops' tails, the final
+//! phase's row, and the cap.
 
 use super::*;
 use crate::check::linear::{self, DEFAULT_BUDGET};
@@ -83,11 +84,15 @@ fn a_violating_history_shows_its_timeline_nemesis_band_and_marked_window() {
 }
 
 #[test]
-fn an_unknown_op_runs_on_to_the_end_and_a_passing_run_has_no_anomaly() {
+fn an_unknown_op_runs_on_to_the_end_final_reads_share_a_row_and_a_pass_has_no_anomaly() {
     let mut b = Hist::default();
     b.write(0, "k", 1, 1, 0, 10);
     b.op(1, "k", Call::Write { value: 2 }, Outcome::Unknown, Ret::None, 20, 30);
     b.read(0, "k", 1, 1, 40, 100);
+    for p in [5, 6] {
+        b.read(p, "k", 1, 1, 95, 99);
+        b.last().final_phase = true;
+    }
     b.h.healed_ns = 100_000_000;
     let html = report(b.h, vec![CheckResult::from_violations("linearizable", "ok".into(), vec![])]).html();
     assert!(html.contains("class=\"verdict-pass\">PASS</span>"));
@@ -98,6 +103,11 @@ fn an_unknown_op_runs_on_to_the_end_and_a_passing_run_has_no_anomaly() {
     let w: f64 = tail.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
     assert!((x - (150.0 + 0.3 * 1150.0)).abs() < 0.2 && (x + w - 1300.0).abs() < 0.2, "tail at {x} width {w}");
     assert_eq!(html.matches("<rect class=\"tail\"").count(), 1);
+    // The final phase's reads share one row, after the processes'.
+    let rows: Vec<&str> =
+        html.split("<text class=\"row\"").skip(1).map(|r| r.split_once("</text>").unwrap().0).collect();
+    let labels: Vec<&str> = rows.iter().map(|r| r.rsplit_once('>').unwrap().1).collect();
+    assert_eq!(labels, ["k · p0", "k · p1", "k · final"]);
 }
 
 #[test]

@@ -22,6 +22,9 @@ const BAR_H: f64 = 9.0;
 /// Room above the rows for the nemesis names and the time axis.
 const HEAD_H: f64 = 44.0;
 
+/// The process of the final phase's row.
+const FINAL: u64 = u64::MAX;
+
 /// One row of a timeline: a process's ops on one key (or all its ops).
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -30,16 +33,26 @@ pub struct Row {
 }
 
 /// The rows of `history`: per key then process when the ops have at most `max_keys` keys,
-/// else per process; the rows holding any of `first` come first, in `first`'s order.
+/// else per process, the final phase's ops in a row of their own (`final`); the rows holding any of `first` come first, in `first`'s order.
 pub fn rows(history: &History, first: &[OpId], max_keys: usize) -> Vec<Row> {
     let keys: HashSet<&str> = history.ops.iter().filter_map(|o| o.key.as_deref()).collect();
     let by_key = !keys.is_empty() && keys.len() <= max_keys;
     let mut groups: BTreeMap<(String, u64), Vec<OpId>> = BTreeMap::new();
     for o in &history.ops {
         let key = if by_key { o.key.clone().unwrap_or_default() } else { String::new() };
-        groups.entry((key, o.process)).or_default().push(o.id);
+        // The final phase runs each read on a fresh session: one row for all of them (per
+        // key), after the processes, rather than a row per session holding one short bar.
+        let process = if o.final_phase { FINAL } else { o.process };
+        groups.entry((key, process)).or_default().push(o.id);
     }
-    let label = |(key, p): &(String, u64)| if key.is_empty() { format!("p{p}") } else { format!("{key} · p{p}") };
+    let label = |(key, p): &(String, u64)| {
+        let p = if *p == FINAL { "final".to_string() } else { format!("p{p}") };
+        if key.is_empty() {
+            p
+        } else {
+            format!("{key} · {p}")
+        }
+    };
     let mut rows: Vec<(usize, Row)> = groups
         .iter()
         .map(|(g, ops)| {
