@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::env::testkeeper_bin;
-use crate::net::{self, free_port};
+use crate::net::free_port;
 use crate::process::ServerChild;
 use crate::testkeeper::{spawn_announcing, LISTENING_PREFIX};
 
@@ -170,13 +170,7 @@ impl TestkeeperCluster {
     /// Node `id`'s `mntr`, as `key -> value` (`None` when it does not answer, or answers
     /// that it is not serving).
     pub fn mntr(&self, id: u64) -> Option<BTreeMap<String, String>> {
-        let text = net::four_letter_word(self.addr(id), "mntr", Duration::from_secs(2)).ok()?;
-        let map: BTreeMap<String, String> = text
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .collect();
-        (!map.is_empty()).then_some(map)
+        crate::cluster_control::mntr(self.addr(id))
     }
 
     /// Node `id`'s `zk_server_state`.
