@@ -164,7 +164,10 @@ async fn a_durable_cluster_killed_whole_keeps_what_it_acknowledged() {
         c.restart(id).await.unwrap();
     }
     c.await_leader(WAIT).await.unwrap();
-    // Every node applies what was committed before the kill; then each holds every create.
+    // A new leader commits the entries of earlier terms only with one of its own, and a
+    // restarted node replays only to the commit index it had flushed: a write now commits
+    // everything acknowledged before the kill, and then every node holds every create.
+    create_with(&c, "/after-restart", b"").await;
     converged(&c).await;
     for id in c.ids() {
         let n = c.node(id).unwrap();

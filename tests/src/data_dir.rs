@@ -1,6 +1,6 @@
 //! A `testkeeper serve --data-dir` directory seen from outside, for the durability tests:
 //! starting and killing the server on it, reading and damaging its sled log through sled's
-//! own API (key layout of `server/src/log/sled.rs`, documented in docs/persistence.md), and
+//! own API (the chunk layout of `server/src/log/sled.rs`, documented in docs/persistence.md), and
 //! an exact picture of its contents to show that a refused start changed nothing.
 //!
 //! Damage goes through sled, not into sled's files: flipping bytes of sled's own segments
@@ -14,14 +14,31 @@ use std::time::Duration;
 use crate::env::testkeeper_bin;
 use crate::process::{run_bounded, BoundedOutput};
 
-/// The key of the log record at `index`: `e` and the index big-endian, so keys sort by index.
+/// The key of the chunk whose first record is `index`: `e` and the index big-endian, so keys
+/// sort by index.
 pub fn entry_key(index: u64) -> Vec<u8> {
     let mut k = vec![b'e'];
     k.extend_from_slice(&index.to_be_bytes());
     k
 }
 
-/// The sled database of a data directory's log.
+/// The records of a chunk, back to back, split by their headers (the 4-byte payload length at
+/// offset 21 of a 25-byte header); a piece that does not fit is the last one.
+fn split_records(chunk: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < chunk.len() {
+        let len = chunk.get(at + 21..at + 25).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
+        let end = len.map_or(chunk.len(), |n| (at + 25 + n).min(chunk.len()));
+        out.push(chunk[at..end].to_vec());
+        at = end;
+    }
+    out
+}
+
+/// The sled database of a data directory's log, seen record by record: the server stores runs
+/// of records (chunks) under the key of their first index; damage to one record is written by
+/// splitting its chunk so the record has a key of its own, a layout the server itself may write.
 pub struct SledLog {
     db: sled::Db,
 }
@@ -34,30 +51,60 @@ impl SledLog {
         SledLog { db }
     }
 
+    /// Every record held, by index, as stored.
+    fn records(&self) -> BTreeMap<u64, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for kv in self.db.scan_prefix(b"e") {
+            let (k, v) = kv.expect("scan");
+            let first = u64::from_be_bytes(k[1..9].try_into().expect("9-byte key"));
+            for (i, r) in split_records(&v).into_iter().enumerate() {
+                out.insert(first + i as u64, r);
+            }
+        }
+        out
+    }
+
     /// The indexes of the log records held, in order.
     pub fn indexes(&self) -> Vec<u64> {
-        self.db
-            .scan_prefix(b"e")
-            .keys()
-            .map(|k| u64::from_be_bytes(k.expect("scan")[1..9].try_into().expect("9-byte key")))
-            .collect()
+        self.records().into_keys().collect()
     }
 
     /// The stored record at `index`.
     pub fn record(&self, index: u64) -> Vec<u8> {
-        self.db.get(entry_key(index)).expect("get").unwrap_or_else(|| panic!("no record at {index}")).to_vec()
+        self.records().remove(&index).unwrap_or_else(|| panic!("no record at {index}"))
+    }
+
+    /// Rewrites the chunk that holds `index` as three: the records before it, `value` (or
+    /// nothing) under `index`'s own key, and the records after it; durably.
+    fn split_at(&self, index: u64, value: Option<&[u8]>) {
+        let (k, v) = self.db.range(..=entry_key(index)).next_back().expect("range").expect("a chunk holds it");
+        let first = u64::from_be_bytes(k[1..9].try_into().expect("9-byte key"));
+        let records = split_records(&v);
+        assert!(index < first + records.len() as u64, "no record at {index}");
+        let at = (index - first) as usize;
+        let mut batch = sled::Batch::default();
+        batch.remove(k);
+        if at > 0 {
+            batch.insert(entry_key(first), records[..at].concat());
+        }
+        if let Some(value) = value {
+            batch.insert(entry_key(index), value);
+        }
+        if at + 1 < records.len() {
+            batch.insert(entry_key(index + 1), records[at + 1..].concat());
+        }
+        self.db.apply_batch(batch).expect("apply_batch");
+        self.db.flush().expect("flush");
     }
 
     /// Replaces the record at `index` with `value`, durably.
     pub fn put(&self, index: u64, value: &[u8]) {
-        self.db.insert(entry_key(index), value).expect("insert");
-        self.db.flush().expect("flush");
+        self.split_at(index, Some(value));
     }
 
     /// Removes the record at `index`, durably.
     pub fn remove(&self, index: u64) {
-        assert!(self.db.remove(entry_key(index)).expect("remove").is_some(), "no record at {index}");
-        self.db.flush().expect("flush");
+        self.split_at(index, None);
     }
 
     /// Every key and value of the database (records, hard state, metadata).

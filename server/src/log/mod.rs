@@ -1,10 +1,11 @@
 //! The log: entries in index order, behind one [`Log`] abstraction with three backends.
 //!
 //! - [`memory::MemLog`]: in memory, bounded; an append is as durable as it will ever be.
-//! - [`sled::SledLog`]: one sled database per server; each append writes its entries, the hard
-//!   state and the metadata in one batch, and an entry counts as durable only after a
-//!   `flush` that started after it was written (group commit: one flush covers every append
-//!   before it).
+//! - [`sled::SledLog`]: one sled database per server; entries and the hard state are written
+//!   in one batch, and an entry counts as durable only after a `flush` that started after it
+//!   was written (group commit: one flush covers every append before it). With `--fsync
+//!   always` the syncer writes what was appended during the last flush as one batch right
+//!   before the next flush, so the engine's lock never waits on sled.
 //! - [`sim::SimLog`]: a simulated disk for tests that knows its fsync boundary and, on a
 //!   simulated crash, loses the unsynced tail or tears the last record.
 //!
@@ -14,8 +15,10 @@
 //! # Layout
 //! - this file: [`Log`], [`Syncer`], [`HardState`], [`LogError`].
 //! - `record`: the on-disk record framing (version, checksum, index, term, payload).
+//! - `chunk`: runs of consecutive records, the values the sled log stores.
 //! - `memory`, `sled`, `sim`: the backends.
 
+pub mod chunk;
 pub mod memory;
 pub mod record;
 pub mod sim;

@@ -2,13 +2,13 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `e` + index (u64, big-endian) | one log record (`record`: checksummed, versioned) |
+//! | `e` + index (u64, big-endian) | a chunk: the records from that index on, back to back (`chunk`, `record`: each checksummed, versioned) |
 //! | `m/hard` | the hard state: term, vote, commit (u64 LE each) + CRC-32 |
 //! | `m/meta` | the server's metadata ([`Meta`]) + CRC-32 |
 //!
 //! The guards sled needs (its own README calls it beta, and abrupt stops have corrupted it):
-//! every append writes its entries and the hard state in one `apply_batch`; an entry counts as
-//! durable only after a `flush` that started after that batch; every value carries our own
+//! entries and the hard state go into sled in one `apply_batch`; an entry counts as durable
+//! only after a `flush` that started after that batch; every value carries our own
 //! checksum; and on open the indexes must be contiguous, every record must verify (a torn last
 //! record is dropped with a warning, anything else refuses to start), and the commit index
 //! must lie inside the log.
@@ -16,15 +16,21 @@
 //! What `flush` promises: sled writes its buffers and calls `sync_file_range` (spacejam/sled
 //! #1452), not a full `fsync`: a flushed entry survives the process being killed, but not
 //! necessarily a power loss (docs/persistence.md).
+//!
+//! Write-behind (`--fsync always`): an append only stages its records; the syncer moves
+//! everything staged into sled in one batch and then flushes. sled's cost is per batch and per
+//! key, so one batch per flush cycle, whatever the number of sessions whose writes it carries,
+//! is what keeps group commit cheap; and the engine's lock never waits on sled. Without
+//! write-behind (`--fsync never`, where nobody flushes) an append writes its batch at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use testkeeper_core::txn::Entry;
 use tracing::warn;
 
-use super::record::{self, RecordError};
+use super::chunk::{self, Staged};
 use super::{HardState, Log, LogError, Span, Syncer};
 
 const META: &[u8] = b"m/meta";
@@ -102,36 +108,93 @@ impl Meta {
 /// The log of one server in a sled database.
 pub struct SledLog {
     dir: PathBuf,
-    db: sled::Db,
     first: u64,
     last: u64,
     last_term: u64,
     hard: HardState,
-    appended: Arc<AtomicU64>,
-    syncer: Arc<SledSyncer>,
+    store: Arc<Store>,
+    /// Stage appends for the syncer (`--fsync always`) instead of writing them at once.
+    write_behind: bool,
     /// Removes the records a compaction dropped, off the engine's lock (see `compact_to`).
     compactor: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Records removed per sled batch by the compactor thread.
-const COMPACT_CHUNK: u64 = 4096;
+/// Chunks removed per sled batch by the compactor thread.
+const COMPACT_BATCH: usize = 1024;
 
-/// Flushes the database from the syncer thread.
-struct SledSyncer {
+/// What the log (under the engine's lock) and the syncer thread share.
+struct Store {
     db: sled::Db,
-    appended: Arc<AtomicU64>,
+    /// Appended, not yet in sled.
+    staged: Mutex<Staged>,
+    /// The hard state of the last append, written with the next staged batch.
+    staged_hard: Mutex<Option<HardState>>,
+    /// Held while staged records move into sled, so batches land in index order and a
+    /// truncation or reset never interleaves with one. Taken before `staged`, never after.
+    writing: Mutex<()>,
+    /// The last index appended (staged or in sled).
+    appended: AtomicU64,
+}
+
+impl Store {
+    fn writing(&self) -> MutexGuard<'_, ()> {
+        self.writing.lock().expect("log write lock")
+    }
+
+    /// Moves everything staged into sled in one batch (not flushed). The caller holds `writing`.
+    fn write_staged(&self, _writing: &MutexGuard<'_, ()>) -> Result<(), LogError> {
+        let staged = std::mem::take(&mut *self.staged.lock().expect("staged records"));
+        let hard = self.staged_hard.lock().expect("staged hard state").take();
+        if staged.is_empty() && hard.is_none() {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        for (first, bytes) in staged.chunks {
+            batch.insert(&key(first)[..], bytes);
+        }
+        if let Some(h) = hard {
+            batch.insert(HARD, hard_bytes(h));
+        }
+        self.db.apply_batch(batch).map_err(|e| io("appending to the log", e))
+    }
+
+    /// Drops what is staged (a reset replaces the whole log). The caller holds `writing`.
+    fn discard_staged(&self, _writing: &MutexGuard<'_, ()>) {
+        *self.staged.lock().expect("staged records") = Staged::default();
+        *self.staged_hard.lock().expect("staged hard state") = None;
+    }
+}
+
+fn hard_bytes(h: HardState) -> Vec<u8> {
+    let mut b = Vec::with_capacity(24);
+    for v in [h.term, h.vote, h.commit] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    sealed(&b)
+}
+
+/// Writes what is staged and flushes, from the syncer thread (or the Raft driver).
+struct SledSyncer {
+    store: Arc<Store>,
 }
 
 impl Syncer for SledSyncer {
     fn sync(&self) -> Result<u64, LogError> {
-        // Everything appended before this load is in sled's buffers; the flush covers it.
-        let target = self.appended.load(Ordering::Acquire);
-        self.db.flush().map_err(|e| io("flushing the log", e))?;
+        // Appends stage under the engine's lock, and truncations (a Raft follower's) run on
+        // the thread that calls this, so the index read with the staged records moved is
+        // exactly what the flush below covers.
+        let target = {
+            let w = self.store.writing();
+            let target = self.store.appended.load(Ordering::Acquire);
+            self.store.write_staged(&w)?;
+            target
+        };
+        self.store.db.flush().map_err(|e| io("flushing the log", e))?;
         Ok(target)
     }
 
     fn appended(&self) -> u64 {
-        self.appended.load(Ordering::Acquire)
+        self.store.appended.load(Ordering::Acquire)
     }
 }
 
@@ -161,13 +224,15 @@ impl SledLog {
         }
     }
 
-    /// Opens (or creates) the database in `dir` and verifies it.
+    /// Opens (or creates) the database in `dir` and verifies it. With `write_behind`, appends
+    /// are staged until the syncer's next `sync` (`--fsync always`); without, each append
+    /// writes its batch at once.
     ///
     /// # Errors
     /// The database cannot be opened, or it does not verify: a record other than the last
     /// fails its checksum, indexes are not contiguous, the metadata or hard state is corrupt,
     /// or the commit index lies beyond the log. Nothing is changed on disk then.
-    pub fn open(dir: &Path) -> Result<Opened, LogError> {
+    pub fn open(dir: &Path, write_behind: bool) -> Result<Opened, LogError> {
         let name = dir.display().to_string();
         let db = sled::Config::new()
             .path(dir)
@@ -198,29 +263,42 @@ impl SledLog {
         let mut warnings = Vec::new();
         let (mut first, mut last, mut last_term) = (0, 0, 0);
         let mut iter = db.scan_prefix(b"e").peekable();
+        let mut entries = Vec::new();
         while let Some(kv) = iter.next() {
             let (k, v) = kv.map_err(|e| io("scanning the log", e))?;
             let index = index_of(&k);
             if last != 0 && index != last + 1 {
                 return Err(LogError::Gap { file: name, after: last, next: index });
             }
-            match record::decode(&v) {
-                Ok((e, _)) if e.index() == index => {
-                    (first, last, last_term) = (if first == 0 { index } else { first }, index, e.term());
-                }
-                Ok((e, _)) => {
-                    let why = format!("key says index {index}, the record says {}", e.index());
-                    return Err(LogError::Corrupt { file: name, index, why });
-                }
-                Err(why @ (RecordError::Short { .. } | RecordError::Checksum { .. })) if iter.peek().is_none() => {
-                    let w = format!("{name}: the last log record (index {index}) is torn ({why}); dropping it");
-                    warn!("{w}");
-                    warnings.push(w);
-                    db.remove(k).map_err(|e| io("dropping a torn record", e))?;
-                    db.flush().map_err(|e| io("flushing the log", e))?;
-                }
-                Err(why) => return Err(LogError::Corrupt { file: name, index, why: why.to_string() }),
+            if v.is_empty() {
+                return Err(LogError::Corrupt { file: name, index, why: "its chunk is empty".into() });
             }
+            entries.clear();
+            let walked = chunk::decode(index, &v, 0, u64::MAX, &mut entries);
+            if let Some(e) = entries.last() {
+                (first, last, last_term) = (if first == 0 { index } else { first }, e.index(), e.term());
+            }
+            let Err(bad) = walked else { continue };
+            if iter.peek().is_none() && bad.torn_at_end(&v) {
+                let w = format!("{name}: the last log record (index {}) is torn ({}); dropping it", bad.index, bad.why);
+                warn!("{w}");
+                warnings.push(w);
+                let kept = &v[..bad.offset];
+                if kept.is_empty() {
+                    db.remove(&k).map_err(|e| io("dropping a torn record", e))?;
+                } else {
+                    db.insert(&k, kept).map_err(|e| io("dropping a torn record", e))?;
+                }
+                db.flush().map_err(|e| io("flushing the log", e))?;
+                break;
+            }
+            let why = match bad.why {
+                chunk::ChunkError::Misplaced { claims } => {
+                    format!("key says index {}, the record says {claims}", bad.index)
+                }
+                chunk::ChunkError::Record(r) => r.to_string(),
+            };
+            return Err(LogError::Corrupt { file: name, index: bad.index, why });
         }
         if first == 0 {
             // Empty: the next entry follows the commit index (a snapshot covers the rest).
@@ -230,10 +308,15 @@ impl SledLog {
             let why = format!("the commit index {} lies beyond the last entry {last}", hard.commit);
             return Err(LogError::Corrupt { file: name, index: hard.commit, why });
         }
-        let appended = Arc::new(AtomicU64::new(last));
-        let syncer = Arc::new(SledSyncer { db: db.clone(), appended: appended.clone() });
+        let store = Arc::new(Store {
+            db,
+            staged: Mutex::default(),
+            staged_hard: Mutex::default(),
+            writing: Mutex::default(),
+            appended: AtomicU64::new(last),
+        });
         let log =
-            SledLog { dir: dir.to_path_buf(), db, first, last, last_term, hard, appended, syncer, compactor: None };
+            SledLog { dir: dir.to_path_buf(), first, last, last_term, hard, store, write_behind, compactor: None };
         Ok(Opened { log, meta, warnings })
     }
 
@@ -242,8 +325,9 @@ impl SledLog {
     /// # Errors
     /// The storage's failure.
     pub fn write_meta(&self, meta: &Meta) -> Result<(), LogError> {
-        self.db.insert(META, sealed(&meta.encode())).map_err(|e| io("writing metadata", e))?;
-        self.db.flush().map_err(|e| io("flushing metadata", e))?;
+        let db = &self.store.db;
+        db.insert(META, sealed(&meta.encode())).map_err(|e| io("writing metadata", e))?;
+        db.flush().map_err(|e| io("flushing metadata", e))?;
         Ok(())
     }
 
@@ -252,31 +336,48 @@ impl SledLog {
         &self.dir
     }
 
-    fn hard_bytes(h: HardState) -> Vec<u8> {
-        let mut b = Vec::with_capacity(24);
-        for v in [h.term, h.vote, h.commit] {
-            b.extend_from_slice(&v.to_le_bytes());
+    /// The key of the chunk that holds `index`, if one does.
+    fn chunk_of(&self, index: u64) -> Result<Option<u64>, LogError> {
+        match self.store.db.range(..=key(index)).next_back() {
+            Some(kv) => {
+                let (k, _) = kv.map_err(|e| io("reading the log", e))?;
+                Ok((k.first() == Some(&b'e') && k.len() == 9).then(|| index_of(&k)))
+            }
+            None => Ok(None),
         }
-        sealed(&b)
+    }
+
+    fn corrupt(&self, bad: chunk::BadRecord) -> LogError {
+        LogError::Corrupt { file: self.dir.display().to_string(), index: bad.index, why: bad.why.to_string() }
     }
 }
 
 impl Log for SledLog {
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
-        let mut batch = sled::Batch::default();
-        let mut buf = Vec::new();
-        for e in entries {
-            assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");
-            buf.clear();
-            record::encode(e, &mut buf);
-            batch.insert(&key(e.index())[..], &buf[..]);
-            self.last = e.index();
-            self.last_term = e.term();
+        let Some(last) = entries.last() else {
+            if self.write_behind {
+                *self.store.staged_hard.lock().expect("staged hard state") = Some(hard);
+            } else {
+                self.store.db.insert(HARD, hard_bytes(hard)).map_err(|e| io("writing the hard state", e))?;
+            }
+            self.hard = hard;
+            return Ok(());
+        };
+        {
+            let mut staged = self.store.staged.lock().expect("staged records");
+            for e in entries {
+                assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");
+                staged.push(e);
+                self.last = e.index();
+            }
         }
-        batch.insert(HARD, Self::hard_bytes(hard));
-        self.db.apply_batch(batch).map_err(|e| io("appending to the log", e))?;
-        self.hard = hard;
-        self.appended.store(self.last, Ordering::Release);
+        *self.store.staged_hard.lock().expect("staged hard state") = Some(hard);
+        (self.last_term, self.hard) = (last.term(), hard);
+        self.store.appended.store(self.last, Ordering::Release);
+        if !self.write_behind {
+            let w = self.store.writing();
+            self.store.write_staged(&w)?;
+        }
         Ok(())
     }
 
@@ -284,17 +385,24 @@ impl Log for SledLog {
         if from < self.first || to > self.last + 1 || from > to {
             return Err(LogError::Unavailable { index: from, first: self.first, last: self.last });
         }
-        let name = self.dir.display().to_string();
         let mut out = Vec::with_capacity((to - from) as usize);
-        for kv in self.db.range(key(from)..key(to)) {
+        if from == to {
+            return Ok(out);
+        }
+        // Reading the unflushed tail writes it into sled first (not flushed): a read is rare
+        // next to appends (a Raft follower catching up, a truncation's last term).
+        let w = self.store.writing();
+        self.store.write_staged(&w)?;
+        let name = self.dir.display().to_string();
+        let start = self.chunk_of(from)?.unwrap_or(from);
+        let mut next = start;
+        for kv in self.store.db.range(key(start)..key(to)) {
             let (k, v) = kv.map_err(|e| io("reading the log", e))?;
             let index = index_of(&k);
-            let (e, _) = record::decode(&v).map_err(|why| LogError::Corrupt {
-                file: name.clone(),
-                index,
-                why: why.to_string(),
-            })?;
-            out.push(e);
+            if index != next {
+                return Err(LogError::Gap { file: name, after: next.saturating_sub(1), next: index });
+            }
+            next = chunk::decode(index, &v, from, to, &mut out).map_err(|bad| self.corrupt(bad))?;
         }
         if out.len() as u64 != to - from {
             return Err(LogError::Gap { file: name, after: from + out.len() as u64, next: to });
@@ -304,17 +412,32 @@ impl Log for SledLog {
 
     fn truncate_from(&mut self, index: u64) -> Result<(), LogError> {
         self.await_compactor();
-        let mut batch = sled::Batch::default();
-        for i in index.max(self.first)..=self.last {
-            batch.remove(&key(i)[..]);
+        let index = index.max(self.first);
+        if index <= self.last {
+            let w = self.store.writing();
+            self.store.write_staged(&w)?;
+            let db = &self.store.db;
+            let mut batch = sled::Batch::default();
+            for kv in db.range(key(index)..) {
+                let (k, _) = kv.map_err(|e| io("reading the log", e))?;
+                if k.first() == Some(&b'e') {
+                    batch.remove(k);
+                }
+            }
+            // The chunk that holds `index` and starts before it keeps the records before it.
+            if let Some(start) = self.chunk_of(index.saturating_sub(1))?.filter(|s| *s < index) {
+                if let Some(v) = db.get(key(start)).map_err(|e| io("reading the log", e))? {
+                    batch.insert(&key(start)[..], chunk::prefix(&v, index - start));
+                }
+            }
+            db.apply_batch(batch).map_err(|e| io("truncating the log", e))?;
         }
-        self.db.apply_batch(batch).map_err(|e| io("truncating the log", e))?;
         self.last = self.last.min(index.saturating_sub(1)).max(self.first - 1);
         self.last_term = match self.entries(self.last, self.last + 1) {
             Ok(v) => v.first().map_or(self.last_term, Entry::term),
             Err(_) => self.last_term,
         };
-        self.appended.store(self.last, Ordering::Release);
+        self.store.appended.store(self.last, Ordering::Release);
         Ok(())
     }
 
@@ -324,27 +447,46 @@ impl Log for SledLog {
         if upto <= self.first {
             return Ok(());
         }
-        // The log ends below `upto` now; its records go on a thread, because this runs under
-        // the engine's lock and removing a million of them took seconds (every request
-        // waited). The thread removes them in ascending chunks, so what a crash leaves is a
-        // contiguous log that starts later below the snapshot: one compacted less, which
-        // recovery already reads. One compactor at a time keeps it so.
+        // The log ends below `upto` now; its chunks go on a thread, because this runs under
+        // the engine's lock and removing a million records took seconds (every request
+        // waited). A chunk goes once the next one starts at or below `upto`, in ascending
+        // batches, so what a crash leaves is a contiguous log that starts later below the
+        // snapshot: one compacted less, which recovery already reads. The chunk that holds
+        // `upto` stays whole. One compactor at a time keeps it so.
         self.await_compactor();
-        let (from, db) = (self.first, self.db.clone());
+        {
+            // Staged chunks below `upto` must be in sled for the compactor to see them.
+            let w = self.store.writing();
+            self.store.write_staged(&w)?;
+        }
+        let store = self.store.clone();
         self.first = upto;
         let work = move || {
-            let mut start = from;
-            while start < upto {
-                let end = (start + COMPACT_CHUNK).min(upto);
-                let mut batch = sled::Batch::default();
-                for i in start..end {
-                    batch.remove(&key(i)[..]);
+            let mut batch = sled::Batch::default();
+            let mut queued = 0;
+            let mut previous: Option<sled::IVec> = None;
+            for kv in store.db.range(key(0)..=key(upto)) {
+                let k = match kv {
+                    Ok((k, _)) => k,
+                    Err(e) => {
+                        warn!(error = %e, upto, "reading the log to compact it failed; its records stay below the snapshot");
+                        return;
+                    }
+                };
+                if let Some(p) = previous.replace(k) {
+                    batch.remove(p);
+                    queued += 1;
                 }
-                if let Err(e) = db.apply_batch(batch) {
-                    warn!(error = %e, from = start, upto, "removing compacted log records failed; they stay below the snapshot");
-                    return;
+                if queued == COMPACT_BATCH {
+                    if let Err(e) = store.db.apply_batch(std::mem::take(&mut batch)) {
+                        warn!(error = %e, upto, "removing compacted log records failed; they stay below the snapshot");
+                        return;
+                    }
+                    queued = 0;
                 }
-                start = end;
+            }
+            if let Err(e) = store.db.apply_batch(batch) {
+                warn!(error = %e, upto, "removing compacted log records failed; they stay below the snapshot");
             }
         };
         let handle = std::thread::Builder::new()
@@ -357,17 +499,21 @@ impl Log for SledLog {
 
     fn reset_to(&mut self, index: u64, term: u64) -> Result<(), LogError> {
         self.await_compactor();
+        let w = self.store.writing();
+        self.store.discard_staged(&w);
+        let db = &self.store.db;
         let mut batch = sled::Batch::default();
-        for kv in self.db.scan_prefix(b"e") {
+        for kv in db.scan_prefix(b"e") {
             let (k, _) = kv.map_err(|e| io("scanning the log", e))?;
             batch.remove(k);
         }
         let hard = HardState { commit: self.hard.commit.max(index), ..self.hard };
-        batch.insert(HARD, Self::hard_bytes(hard));
-        self.db.apply_batch(batch).map_err(|e| io("resetting the log to a snapshot", e))?;
-        self.db.flush().map_err(|e| io("flushing the log", e))?;
+        batch.insert(HARD, hard_bytes(hard));
+        db.apply_batch(batch).map_err(|e| io("resetting the log to a snapshot", e))?;
+        db.flush().map_err(|e| io("flushing the log", e))?;
+        drop(w);
         (self.first, self.last, self.last_term, self.hard) = (index + 1, index, term, hard);
-        self.appended.store(index, Ordering::Release);
+        self.store.appended.store(index, Ordering::Release);
         Ok(())
     }
 
@@ -380,6 +526,6 @@ impl Log for SledLog {
     }
 
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
-        Some(self.syncer.clone())
+        Some(Arc::new(SledSyncer { store: self.store.clone() }))
     }
 }

@@ -173,7 +173,7 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
     }
     let (backend, meta, warnings) = match &cfg.log_backend {
         LogBackend::Sled => {
-            let opened = SledLog::open(&log_dir)?;
+            let opened = SledLog::open(&log_dir, cfg.fsync == crate::config::Fsync::Always)?;
             (Backend::Sled(opened.log), opened.meta, opened.warnings)
         }
         LogBackend::Sim(disk) => {
