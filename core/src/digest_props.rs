@@ -79,6 +79,8 @@ fn run(flavor: Flavor, steps: &[Step]) {
             };
         h.write(s, &req);
         assert_eq!(h.state.tree.digest(), h.state.tree.recompute_digest(), "after {st:?}");
+        let t = &h.state.tree;
+        assert_eq!(t.approximate_data_size(), t.recompute_data_size(), "data size after {st:?}");
     }
     let replayed = h.replay().unwrap();
     assert_eq!(replayed.tree.digest(), h.state.tree.digest());

@@ -57,6 +57,9 @@ pub struct Tree {
     /// Owner by slot, for ephemerals only.
     owners: HashMap<u32, i64, FixedState>,
     len: usize,
+    /// Sum over nodes of path length plus data length: `mntr`'s approximate_data_size, kept
+    /// here because walking a million nodes for it held the engine's lock for a second.
+    data_size: usize,
     /// Wrapping sum of every node's digest (0 when the digest is disabled).
     digest: u64,
     digest_enabled: bool,
@@ -80,6 +83,7 @@ impl Tree {
             kids: HashMap::default(),
             owners: HashMap::default(),
             len: 1,
+            data_size: 1,
             digest: 0,
             digest_enabled,
             ephemerals: HashMap::default(),
@@ -195,6 +199,11 @@ impl Tree {
 
     /// Approximate bytes of data and paths, for `mntr`.
     pub fn approximate_data_size(&self) -> usize {
+        self.data_size
+    }
+
+    /// [`approximate_data_size`](Self::approximate_data_size) by walking every node.
+    pub fn recompute_data_size(&self) -> usize {
         let mut size = 0;
         self.walk(|p, n| size += p.len() + n.data().len());
         size
@@ -246,7 +255,9 @@ impl Tree {
     pub(crate) fn modify(&mut self, _: &Mutation, path: &str, f: impl FnOnce(&mut Node)) {
         let id = self.id_of(path).unwrap_or_else(|| panic!("invariant: modify of missing node {path}"));
         let old = self.node_digest(path, id);
+        let old_len = self.nodes.node(id).data().len();
         f(self.nodes.node_mut(id));
+        self.data_size = self.data_size - old_len + self.nodes.node(id).data().len();
         self.redigest(path, id, old);
     }
 
@@ -300,6 +311,7 @@ impl Tree {
             self.owners.insert(id, owner);
         }
         self.len += 1;
+        self.data_size += path.len() + self.nodes.node(id).data().len();
         self.restat(parent, pid, |t| {
             let nodes = &t.nodes;
             let kids = t.kids.entry(pid).or_default();
@@ -344,6 +356,7 @@ impl Tree {
         self.kids.remove(&id);
         let node = self.nodes.remove(id);
         self.len -= 1;
+        self.data_size -= path.len() + node.data().len();
         self.acls.release(node.acl);
         self.digest = self.digest.wrapping_sub(old);
         if node.is_ephemeral() {

@@ -103,8 +103,13 @@ impl TcpNet {
     }
 }
 
-async fn read_frames(mut s: TcpStream, input: &Sender<Input>) -> io::Result<()> {
+/// Bytes of frames written in one `write` (what queued while the last one was written).
+const WRITE_BATCH: usize = 256 * 1024;
+
+async fn read_frames(s: TcpStream, input: &Sender<Input>) -> io::Result<()> {
     let _ = s.set_nodelay(true);
+    // Buffered: a frame's length and body, and the frames behind it, in one read.
+    let mut s = tokio::io::BufReader::with_capacity(64 * 1024, s);
     loop {
         let len = s.read_u32().await? as usize;
         if !(8..=MAX_FRAME).contains(&len) {
@@ -139,8 +144,20 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>) {
         };
         let _ = s.set_nodelay(true);
         backoff = Duration::from_millis(10);
+        let mut batch = Vec::with_capacity(WRITE_BATCH);
         while let Some(frame) = rx.recv().await {
-            if s.write_all(&frame).await.is_err() {
+            // Everything queued meanwhile goes in the same write: under load the driver
+            // sends many messages per Ready, and one syscall (and one wakeup of the peer's
+            // reader) per message was most of a write's cost in a cluster.
+            batch.clear();
+            batch.extend_from_slice(&frame);
+            while batch.len() < WRITE_BATCH {
+                match rx.try_recv() {
+                    Ok(more) => batch.extend_from_slice(&more),
+                    Err(_) => break,
+                }
+            }
+            if s.write_all(&batch).await.is_err() {
                 continue 'connect;
             }
         }
