@@ -44,7 +44,8 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub raft_tick_ms: Option<u64>,
     /// Ticks without a word from the leader before a follower stands for election (default 10,
-    /// or election_timeout_lower_bound_ms from the file); the node's seed adds 0-2 ticks.
+    /// or election_timeout_lower_bound_ms from the file); each node adds its own offset below
+    /// half of it (at least 0-2; distinct per node, ordered by --seed).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
     pub election_ticks: Option<u64>,
     /// Ticks between the leader's heartbeats (default 2, or heart_beat_interval_ms from the

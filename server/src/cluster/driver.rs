@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use raft::eraftpb::{Message, Snapshot};
-use raft::{Config, RawNode, StateRole};
+use raft::{RawNode, StateRole};
 use testkeeper_core::propose::{Decide, Proposal, Proposer};
 use testkeeper_core::txn::Txn;
 use testkeeper_wire::{Request, ZkError};
@@ -100,22 +100,7 @@ pub fn spawn(
     tx: Sender<Input>,
     rx: Receiver<Input>,
 ) -> Result<DriverHandle, String> {
-    // raft-rs draws the election timeout from an unseeded generator; a one-tick range drawn
-    // from the run's seed makes it replayable.
-    let e = cfg.election_ticks + (cfg.seed % 3) as usize;
-    let rc = Config {
-        id: cfg.id,
-        election_tick: e,
-        heartbeat_tick: cfg.heartbeat_ticks,
-        min_election_tick: e,
-        max_election_tick: e + 1,
-        applied,
-        check_quorum: true,
-        pre_vote: true,
-        max_size_per_msg: 1 << 20,
-        max_inflight_msgs: 256,
-        ..Config::default()
-    };
+    let rc = super::timing::raft_config(cfg, applied);
     rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
     let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(|e| format!("raft node: {e}"))?;
     let d = Driver {

@@ -20,6 +20,7 @@
 //! - `info`: the Raft log and followers as the driver publishes them (`mntr`, `lgif`, `/ready`).
 //! - `node`: one node assembled (engine, storage, driver, client listener).
 //! - `embed`: [`embed::TestKeeperCluster`], n nodes in one process over the in-memory network.
+//! - `timing`: the raft-rs configuration of a node: its election timeout, and why.
 //! - `logger`: raft-rs's slog output, forwarded to tracing.
 //! - `tap`: a recorder of applied entries, roles and loads, for white-box checkers.
 //! - `broken`: the leader half of the `forget-acked-on-leader-change` broken mode.
@@ -35,6 +36,7 @@ pub mod node;
 mod replica;
 mod store;
 pub mod tap;
+mod timing;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
@@ -88,9 +90,12 @@ impl ClusterConfig {
     /// Node `id`'s own seed in a run seeded `run_seed`: distinct per node, so nodes started
     /// with one seed do not all time out on the same tick.
     pub fn node_seed(run_seed: u64, id: NodeId) -> u64 {
-        run_seed.wrapping_add(id.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        run_seed.wrapping_add(id.wrapping_mul(NODE_SEED_STEP))
     }
 }
+
+/// The step between node seeds of one run (the 64-bit golden ratio).
+pub(crate) const NODE_SEED_STEP: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// A node's Raft role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
