@@ -187,10 +187,14 @@ async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Du
     let survivors: Vec<SocketAddr> = (0..SIZE).filter(|i| *i != leader).map(|i| e.addrs[i]).collect();
     let prefix = format!("/bench-failover-{seed:016x}-{round}");
     let first = connect(survivors[0]).await?;
-    first
-        .create(&prefix, b"", &Acl::open(), create_mode::PERSISTENT)
-        .await
-        .map_err(|err| format!("{prefix}: {err}"))?;
+    // A member restarted by the round before may still be catching up (an in-memory one
+    // installs the leader's snapshot, which can cut a connection made meanwhile): the parent
+    // is written the way a client would, retried on connection loss.
+    let parent = write_until_acknowledged(survivors[0], Some(first.clone()), &prefix);
+    if tokio::time::timeout(FAILOVER_LIMIT, parent).await.is_err() {
+        return Err(format!("{prefix}: not acknowledged within {FAILOVER_LIMIT:?} before the kill"));
+    }
+    let first = if first.is_closed() { connect(survivors[0]).await? } else { first };
     let (go_tx, go_rx) = watch::channel(false);
     let (done_tx, mut done_rx) = mpsc::channel(SIZE);
     let mut tasks = Vec::new();
