@@ -199,7 +199,8 @@ async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Du
     let (done_tx, mut done_rx) = mpsc::channel(SIZE);
     let mut tasks = Vec::new();
     for (n, addr) in survivors.into_iter().enumerate() {
-        let client = if n == 0 { Some(first.clone()) } else { Some(connect(addr).await?) };
+        // A connection that fails now is made again by the writer after the kill.
+        let client = if n == 0 { Some(first.clone()) } else { connect(addr).await.ok() };
         let (mut go, done, prefix) = (go_rx.clone(), done_tx.clone(), prefix.clone());
         tasks.push(tokio::spawn(async move {
             let _ = go.wait_for(|g| *g).await;

@@ -130,7 +130,7 @@ impl Ensemble {
                 .map(|i| if self.children[i].is_some() { self.role(i) } else { Some("killed".into()) })
                 .collect();
             let leaders = roles.iter().filter(|r| r.as_deref() == Some("leader")).count();
-            if leaders == 1 && roles.iter().all(Option::is_some) {
+            if leaders == 1 && roles.iter().all(Option::is_some) && self.caught_up() {
                 return self.leader().ok_or_else(|| "the leader went away".to_string());
             }
             if start.elapsed() > STARTUP_TIMEOUT {
@@ -138,6 +138,22 @@ impl Ensemble {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Whether every running member has applied the same index. A restarted testkeeper
+    /// member reports a role while it still replays or installs the leader's snapshot (a
+    /// ZooKeeper follower reports its mode only once synced with its leader), and a client
+    /// connecting to it meanwhile may be cut off; nothing writes while this is asked.
+    fn caught_up(&self) -> bool {
+        if self.kind != Kind::Testkeeper {
+            return true;
+        }
+        let applied = |i: usize| -> Option<String> {
+            let mntr = four_letter_word(self.addrs[i], "mntr").ok()?;
+            mntr.lines().find_map(|l| l.strip_prefix("zk_last_applied_index\t")).map(str::to_string)
+        };
+        let seen: Vec<Option<String>> = (0..SIZE).filter(|i| self.children[*i].is_some()).map(applied).collect();
+        seen.iter().all(|a| a.is_some() && *a == seen[0])
     }
 
     /// Kills member `i` at once.
