@@ -4,6 +4,16 @@
 //! light ready, advance_apply), and, while it leads, decides proposals with the proposer and
 //! proposes them. Every proposal is answered through the engine: the entry's origin names who
 //! waits, and a proposal that cannot be placed is refused with the error Keeper gives.
+//!
+//! # Layout
+//! - this file: the thread, its loop, and the inputs it steps (peers' messages, proposals).
+//! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
+//! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
+//! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
+
+mod propose;
+mod ready;
+mod role;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,17 +22,14 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use raft::eraftpb::{Message, Snapshot};
-use raft::{RawNode, StateRole};
-use testkeeper_core::propose::{Decide, Proposal, Proposer};
-use testkeeper_core::txn::Txn;
-use testkeeper_wire::{Request, ZkError};
-use tracing::{error, info, warn};
+use raft::eraftpb::Message;
+use raft::RawNode;
+use testkeeper_core::propose::{Proposal, Proposer};
+use tracing::{error, warn};
 
-use super::info::{FollowerInfo, RaftInfo};
 use super::message::Msg;
 use super::net::Transport;
-use super::store::{from_raft, to_raft, RaftStore, SnapRef};
+use super::store::RaftStore;
 use super::{ClusterConfig, Input, NodeId, Role};
 use crate::engine::Shared;
 
@@ -60,6 +67,10 @@ pub struct Driver {
     stale_log_gap: u64,
     /// The deliberately broken `forget-acked-on-leader-change` mode, while this node leads.
     early: Option<super::broken::EarlyAck>,
+    /// Ticks at which this node stands for election without waiting for its timeout: a fresh
+    /// cluster's first node in the election order does (`timing::early_campaigns`).
+    early_campaigns: Vec<u64>,
+    ticks: u64,
 }
 
 /// A running driver: its input channel and thread.
@@ -103,6 +114,8 @@ pub fn spawn(
     let rc = super::timing::raft_config(cfg, applied);
     rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
     let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(|e| format!("raft node: {e}"))?;
+    let fresh = node.raft.term == 0 && node.raft.raft_log.last_index() == 0;
+    let early_campaigns = if fresh { super::timing::early_campaigns(cfg) } else { Vec::new() };
     let d = Driver {
         id: cfg.id,
         peers: cfg.peers.keys().copied().collect(),
@@ -123,6 +136,8 @@ pub fn spawn(
         leader_commit: 0,
         stale_log_gap: cfg.stale_log_gap,
         early: None,
+        early_campaigns,
+        ticks: 0,
     };
     let paused = d.paused.clone();
     let thread = std::thread::Builder::new()
@@ -135,6 +150,10 @@ pub fn spawn(
 impl Driver {
     fn run(mut self) {
         let mut next_tick = Instant::now() + self.tick;
+        self.campaign_early();
+        if !self.ready() {
+            return;
+        }
         loop {
             if self.paused.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(5));
@@ -165,10 +184,25 @@ impl Driver {
                 // stalls at once, and re-elected for nothing).
                 next_tick = (next_tick + self.tick).max(now);
                 self.node.tick();
+                self.ticks += 1;
+                self.campaign_early();
                 self.on_tick();
             }
             if !self.ready() {
                 return;
+            }
+        }
+    }
+
+    /// Stands for election now if this is one of the fresh node's early ticks and no leader
+    /// is known yet (the peers may not have been listening for the tick before).
+    fn campaign_early(&mut self) {
+        if self.early_campaigns.first() == Some(&self.ticks) {
+            self.early_campaigns.remove(0);
+            if self.node.raft.leader_id == 0 {
+                if let Err(e) = self.node.campaign() {
+                    warn!(node = self.id, error = %e, "standing for election at start failed");
+                }
             }
         }
     }
@@ -227,249 +261,6 @@ impl Driver {
         }
     }
 
-    /// A proposal, this node's own or forwarded by a follower.
-    fn proposal(&mut self, origin: u64, session: i64, proposal: Proposal) {
-        let local = origin >> 48 == self.id;
-        if self.role == Role::Leader && self.node.raft.state != StateRole::Leader {
-            // A message read in this same batch (a paused node waking up to a newer term)
-            // already made raft-rs a follower and may have cut its log: deciding against the
-            // old leader's proposer now would misnumber the entry. Take the new role first.
-            let leader = self.node.raft.leader_id;
-            self.soft_state(leader, self.node.raft.state);
-        }
-        match self.role {
-            Role::Leader if self.proposer.is_some() => self.decide(origin, session, proposal),
-            Role::Leader => self.parked.push_back((Instant::now(), origin, session, proposal)),
-            _ if !local => {
-                self.net.send(self.id, origin >> 48, Msg::Refuse { origin, code: ZkError::ConnectionLoss.code() })
-            }
-            _ if self.leader != 0 => {
-                self.in_flight.insert(origin, (self.term, Instant::now()));
-                self.net.send(self.id, self.leader, Msg::Forward { origin, session, proposal });
-            }
-            _ => self.parked.push_back((Instant::now(), origin, session, proposal)),
-        }
-    }
-
-    /// As the ready leader: decide the entry against the committed state plus everything
-    /// this leader proposed, and propose it.
-    fn decide(&mut self, origin: u64, session: i64, proposal: Proposal) {
-        let Some(shared) = self.shared.upgrade() else { return };
-        let entry = {
-            let mut e = shared.engine();
-            let proposer = self.proposer.as_mut().expect("checked by the caller");
-            let cp = proposer.checkpoint();
-            // ZooKeeper's leader checks a write's session against the node holding its
-            // connection: from a connection the session has left, an error entry (a zxid,
-            // nothing changed) whose waiter's connection is then closed.
-            let from = origin >> 48;
-            let moved = matches!(&proposal, Proposal::Write { req, .. } if !matches!(req, Request::Close))
-                && e.session_moved_from(session, from);
-            let what = if moved { Decide::Fail(ZkError::SessionMoved) } else { proposal.decide() };
-            let entry = proposer.propose(e.state(), session, e.clock.now_ms(), origin, what);
-            if let Txn::CreateSession { id, .. } = entry.txn() {
-                e.set_session_owner(*id, from);
-            }
-            let entry = if e.take_invalid_digest_fault() { entry.with_invalid_digest() } else { entry };
-            let expected = self.node.raft.raft_log.last_index() + 1;
-            if entry.index() != expected {
-                // Cannot happen while the role is current (see `proposal`): a bug, so loud.
-                error!(
-                    node = self.id,
-                    decided = entry.index(),
-                    raft = expected,
-                    "proposer and raft log disagree on the next index"
-                );
-                proposer.restore(cp);
-                drop(e);
-                return self.refuse(origin, ZkError::ConnectionLoss.code());
-            }
-            (entry, cp)
-        };
-        let (entry, cp) = entry;
-        if origin >> 48 == self.id {
-            self.in_flight.insert(origin, (self.term, Instant::now()));
-        }
-        if let Err(e) = self.node.propose(vec![], to_raft(&entry).data.to_vec()) {
-            warn!(node = self.id, error = %e, "proposal dropped");
-            if let Some(p) = self.proposer.as_mut() {
-                p.restore(cp);
-            }
-            self.in_flight.remove(&origin);
-            self.refuse(origin, ZkError::ConnectionLoss.code());
-        } else if let Some(early) = self.early.as_mut() {
-            early.appended(&mut shared.engine(), &entry, origin >> 48 == self.id);
-        }
-    }
-
-    /// Fails a proposal's waiter, here or on the node it came from.
-    fn refuse(&mut self, origin: u64, code: i32) {
-        let node = origin >> 48;
-        if node == self.id {
-            self.refuse_local(origin, code);
-        } else {
-            self.net.send(self.id, node, Msg::Refuse { origin, code });
-        }
-    }
-
-    fn refuse_local(&mut self, origin: u64, code: i32) {
-        self.in_flight.remove(&origin);
-        if let Some(s) = self.shared.upgrade() {
-            s.engine().refused(origin, code);
-        }
-    }
-
-    fn sync_request(&mut self, id: u64) {
-        if self.role == Role::Leader {
-            let index = self.node.raft.raft_log.last_index();
-            if let Some(s) = self.shared.upgrade() {
-                s.engine().sync_answered(id, index);
-            }
-        } else if self.leader != 0 {
-            self.net.send(self.id, self.leader, Msg::SyncAsk { id });
-        } else {
-            self.syncs.push_back(id);
-        }
-    }
-
-    /// Periodic work: report session activity to the leader, time out parked proposals,
-    /// pick up a snapshot the engine finished.
-    fn on_tick(&mut self) {
-        let Some(shared) = self.shared.upgrade() else { return };
-        let info = self.info();
-        let (touched, snap) = {
-            let mut e = shared.engine();
-            e.set_raft_info(info);
-            (e.take_touched(), e.newest_snapshot())
-        };
-        if !touched.is_empty() && self.role != Role::Leader && self.leader != 0 {
-            self.net.send(self.id, self.leader, Msg::Touch { sessions: touched });
-        }
-        let now = Instant::now();
-        while self.parked.front().is_some_and(|(t, ..)| now.duration_since(*t) > OPERATION_TIMEOUT) {
-            let (_, origin, ..) = self.parked.pop_front().expect("checked above");
-            self.refuse(origin, ZkError::OperationTimeout.code());
-        }
-        // A forwarded proposal can be lost on the way (the leader never saw it): after
-        // Keeper's operation timeout its client gets OPERATIONTIMEOUT, as Keeper answers.
-        let late: Vec<u64> = self
-            .in_flight
-            .iter()
-            .filter(|(_, (_, at))| now.duration_since(*at) > OPERATION_TIMEOUT)
-            .map(|(o, _)| *o)
-            .collect();
-        for origin in late {
-            self.refuse_local(origin, ZkError::OperationTimeout.code());
-        }
-        if let Some((snap, keep_from)) = snap.filter(|(s, _)| s.index > self.node.store().snapshot_index()) {
-            if let Err(e) = self.node.mut_store().snapshot_taken(snap, keep_from) {
-                error!(node = self.id, error = %e, "compacting the raft log failed");
-            }
-        }
-    }
-
-    /// The log and, while leading, the followers' progress, for the engine to report.
-    fn info(&self) -> RaftInfo {
-        let r = &self.node.raft;
-        let leading = r.state == StateRole::Leader;
-        let followers = if leading {
-            (r.prs().iter())
-                .filter(|(id, _)| **id != self.id)
-                .map(|(id, p)| FollowerInfo {
-                    id: *id,
-                    matched: p.matched,
-                    active: p.recent_active,
-                    replicating: p.state == raft::ProgressState::Replicate,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        RaftInfo {
-            first_index: r.raft_log.first_index(),
-            last_index: r.raft_log.last_index(),
-            last_term: r.raft_log.last_term(),
-            commit: r.raft_log.committed,
-            leader_commit: if leading { r.raft_log.committed } else { self.leader_commit },
-            snapshot_index: self.node.store().snapshot_index(),
-            followers,
-            stale_log_gap: self.stale_log_gap,
-            members: self.peers.clone(),
-        }
-    }
-
-    /// `rqld`/`ydld`: to node `to` (raft-rs forwards a follower's request to the leader), or,
-    /// with `to == 0` on the leader, to the follower that has the most of the log (the lowest
-    /// id among equals), as NuRaft's yield picks the most up-to-date successor.
-    fn transfer_leader(&mut self, to: NodeId) {
-        let to = if to != 0 {
-            to
-        } else if self.role == Role::Leader {
-            let best = (self.node.raft.prs().iter())
-                .filter(|(id, _)| **id != self.id)
-                .max_by_key(|(id, p)| (p.matched, std::cmp::Reverse(**id)))
-                .map(|(id, _)| *id);
-            match best {
-                Some(b) => b,
-                None => return,
-            }
-        } else {
-            return;
-        };
-        info!(node = self.id, to, leader = self.leader, "leadership transfer requested");
-        self.node.transfer_leader(to);
-    }
-
-    /// Handles one `Ready`, if there is one. Returns false once the node has stopped.
-    fn ready(&mut self) -> bool {
-        if !self.node.has_ready() {
-            return true;
-        }
-        let mut rd = self.node.ready();
-        if let Some(ss) = rd.ss() {
-            let (leader, role) = (ss.leader_id, ss.raft_state);
-            self.soft_state(leader, role);
-        }
-        // 1. Messages a leader may send before it has persisted.
-        self.send(rd.take_messages());
-        // 2. A snapshot from the leader replaces the state.
-        if !rd.snapshot().is_empty() && !self.install(rd.snapshot().clone()) {
-            return false;
-        }
-        // 3. Committed entries.
-        if !self.apply(rd.take_committed_entries()) {
-            return false;
-        }
-        // 4 and 5. New entries and the hard state, in one write; then the flush.
-        if !rd.entries().is_empty() || rd.hs().is_some() {
-            if let Err(e) = self.node.mut_store().append(rd.entries(), rd.hs()) {
-                return self.fail(format!("appending to the raft log failed: {e}"));
-            }
-        }
-        if rd.must_sync() {
-            if let Some(s) = self.node.store().syncer() {
-                if let Err(e) = s.sync() {
-                    return self.fail(format!("flushing the raft log failed: {e}"));
-                }
-            }
-        }
-        // 6. Messages that may go only once the entries and hard state are durable.
-        self.send(rd.take_persisted_messages());
-        // 7. Advance, and the light ready it returns.
-        let mut light = self.node.advance(rd);
-        if let Some(commit) = light.commit_index() {
-            self.node.mut_store().set_commit(commit);
-        }
-        self.send(light.take_messages());
-        if !self.apply(light.take_committed_entries()) {
-            return false;
-        }
-        self.node.advance_apply();
-        // What changed is visible at once (mntr, lgif, /metrics), not only at the next tick.
-        self.publish();
-        true
-    }
-
     fn publish(&self) {
         let info = self.info();
         if let Some(s) = self.shared.upgrade() {
@@ -482,108 +273,6 @@ impl Driver {
             let to = m.to;
             self.net.send(self.id, to, Msg::Raft(m));
         }
-    }
-
-    fn soft_state(&mut self, leader: NodeId, role: StateRole) {
-        let role = match role {
-            StateRole::Leader => Role::Leader,
-            StateRole::Follower => Role::Follower,
-            StateRole::Candidate | StateRole::PreCandidate => Role::Candidate,
-        };
-        let term = self.node.raft.term;
-        let changed = (leader, role) != (self.leader, self.role);
-        (self.leader, self.role) = (leader, role);
-        if term != self.term {
-            self.term = term;
-            // A proposal sent in an older term may be lost: its outcome is unknown.
-            let stale: Vec<u64> = self.in_flight.iter().filter(|(_, (t, _))| *t < term).map(|(o, _)| *o).collect();
-            for origin in stale {
-                self.refuse_local(origin, ZkError::ConnectionLoss.code());
-            }
-        }
-        if !changed {
-            return;
-        }
-        info!(node = self.id, role = role.name(), leader, term, "raft role changed");
-        self.proposer = None;
-        self.early = None;
-        if role == Role::Leader {
-            // raft-rs appended this term's first (empty) entry when it became leader.
-            self.lead_start = self.node.raft.raft_log.last_index();
-        }
-        if let Some(s) = self.shared.upgrade() {
-            s.engine().role_changed(role, leader, term);
-        }
-        if role != Role::Leader && leader != 0 {
-            // Forward what waited for a leader.
-            for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
-                self.proposal(origin, session, proposal);
-            }
-            for id in std::mem::take(&mut self.syncs) {
-                self.net.send(self.id, leader, Msg::SyncAsk { id });
-            }
-        }
-    }
-
-    fn install(&mut self, snap: Snapshot) -> bool {
-        let meta = snap.get_metadata();
-        let (index, term) = (meta.index, meta.term);
-        let Some(shared) = self.shared.upgrade() else { return false };
-        let body = Arc::new(snap.data.to_vec());
-        if let Err(why) = shared.engine().install_snapshot(&body, index) {
-            return self.fail(format!("the leader's snapshot at index {index} does not load: {why}"));
-        }
-        if let Err(e) = self.node.mut_store().install(SnapRef { index, term, body }) {
-            return self.fail(format!("resetting the raft log to the snapshot failed: {e}"));
-        }
-        info!(node = self.id, index, term, "installed the leader's snapshot");
-        true
-    }
-
-    /// Applies committed entries. Returns false if the engine stopped (a digest mismatch).
-    fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>) -> bool {
-        if entries.is_empty() {
-            return true;
-        }
-        let Some(shared) = self.shared.upgrade() else { return false };
-        let mut e = shared.engine();
-        for re in &entries {
-            let entry = match from_raft(re) {
-                Ok(x) => x,
-                Err(why) => {
-                    drop(e);
-                    return self.fail(format!("committed entry {} does not decode: {why}", re.index));
-                }
-            };
-            if entry.origin() >> 48 == self.id {
-                self.in_flight.remove(&entry.origin());
-            }
-            let index = entry.index();
-            e.commit(entry);
-            if let Some(why) = e.stopped_reason() {
-                drop(e);
-                return self.fail(why);
-            }
-            if let Some(p) = self.proposer.as_mut() {
-                p.committed(index);
-            }
-        }
-        if self.role == Role::Leader && self.proposer.is_none() && e.state().last_index() >= self.lead_start {
-            // Everything before this term is applied: the overlay starts empty over it.
-            let mut proposer = Proposer::new(e.state(), self.term);
-            proposer.set_broken_partial_multi(e.cfg.broken == Some(crate::broken::Broken::PartialMulti));
-            self.early = super::broken::EarlyAck::new(&e.cfg, e.state());
-            debug_assert_eq!(proposer.last_index(), self.node.raft.raft_log.last_index());
-            self.proposer = Some(proposer);
-            drop(e);
-            for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
-                self.proposal(origin, session, proposal);
-            }
-            for id in std::mem::take(&mut self.syncs) {
-                self.sync_request(id);
-            }
-        }
-        true
     }
 
     /// Stops this node: it logs why, stops taking part in the cluster, and the engine stops

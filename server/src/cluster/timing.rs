@@ -22,6 +22,27 @@ pub fn election_offset(cfg: &ClusterConfig) -> usize {
     ((run % span + cfg.id) % span) as usize
 }
 
+/// Ticks after start at which a node of a fresh cluster (no term, no entries) stands for
+/// election without waiting for its timeout: the first node in the election order does, at
+/// start and twice more (a peer started later missed the first call); the others wait. Only
+/// one node stands early, so the early election is not split, and pre-vote keeps a fresh node
+/// joining a cluster that has a leader (an in-memory restart) from disturbing it.
+pub fn early_campaigns(cfg: &ClusterConfig) -> Vec<u64> {
+    let run = cfg.seed.wrapping_sub(cfg.id.wrapping_mul(NODE_SEED_STEP));
+    let offset_of = |id: u64| {
+        let mut c = cfg.clone();
+        (c.id, c.seed) = (id, ClusterConfig::node_seed(run, id));
+        election_offset(&c)
+    };
+    let mine = election_offset(cfg);
+    let first = cfg.peers.keys().all(|p| *p == cfg.id || offset_of(*p) > mine);
+    if first {
+        vec![0, 2, 4]
+    } else {
+        Vec::new()
+    }
+}
+
 /// raft-rs's configuration for node `cfg.id`, whose state machine is at `applied`.
 pub fn raft_config(cfg: &ClusterConfig, applied: u64) -> Config {
     let e = cfg.election_ticks + election_offset(cfg);
@@ -62,6 +83,21 @@ mod tests {
             let o: Vec<usize> = (1..=3).map(|id| election_offset(&node_cfg(run, id))).collect();
             assert!(o.iter().all(|x| *x < 5), "{o:?}");
             assert!(o[0] != o[1] && o[1] != o[2] && o[0] != o[2], "seed {run}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn exactly_one_node_of_a_fresh_cluster_stands_early() {
+        for run in 0..500 {
+            let peers: BTreeMap<u64, String> = (1..=3).map(|id| (id, String::new())).collect();
+            let early: Vec<u64> = (1..=3)
+                .filter(|id| {
+                    let mut c = node_cfg(run, *id);
+                    c.peers = peers.clone();
+                    !early_campaigns(&c).is_empty()
+                })
+                .collect();
+            assert_eq!(early.len(), 1, "seed {run}: {early:?}");
         }
     }
 

@@ -1,0 +1,127 @@
+//! The driver's `Ready`, in raft-rs's documented order (messages, snapshot, committed
+//! entries, append with the hard state, flush, persisted messages, advance, the light ready,
+//! advance_apply), and what each step does to the engine: a leader's snapshot replaces the
+//! state, committed entries are applied with the one `apply`.
+
+use std::sync::Arc;
+
+use raft::eraftpb::Snapshot;
+use testkeeper_core::propose::Proposer;
+use tracing::info;
+
+use super::super::store::{from_raft, SnapRef};
+use super::super::Role;
+use super::Driver;
+
+impl Driver {
+    /// Handles one `Ready`, if there is one. Returns false once the node has stopped.
+    pub(super) fn ready(&mut self) -> bool {
+        if !self.node.has_ready() {
+            return true;
+        }
+        let mut rd = self.node.ready();
+        if let Some(ss) = rd.ss() {
+            let (leader, role) = (ss.leader_id, ss.raft_state);
+            self.soft_state(leader, role);
+        }
+        // 1. Messages a leader may send before it has persisted.
+        self.send(rd.take_messages());
+        // 2. A snapshot from the leader replaces the state.
+        if !rd.snapshot().is_empty() && !self.install(rd.snapshot().clone()) {
+            return false;
+        }
+        // 3. Committed entries.
+        if !self.apply(rd.take_committed_entries()) {
+            return false;
+        }
+        // 4 and 5. New entries and the hard state, in one write; then the flush.
+        if !rd.entries().is_empty() || rd.hs().is_some() {
+            if let Err(e) = self.node.mut_store().append(rd.entries(), rd.hs()) {
+                return self.fail(format!("appending to the raft log failed: {e}"));
+            }
+        }
+        if rd.must_sync() {
+            if let Some(s) = self.node.store().syncer() {
+                if let Err(e) = s.sync() {
+                    return self.fail(format!("flushing the raft log failed: {e}"));
+                }
+            }
+        }
+        // 6. Messages that may go only once the entries and hard state are durable.
+        self.send(rd.take_persisted_messages());
+        // 7. Advance, and the light ready it returns.
+        let mut light = self.node.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            self.node.mut_store().set_commit(commit);
+        }
+        self.send(light.take_messages());
+        if !self.apply(light.take_committed_entries()) {
+            return false;
+        }
+        self.node.advance_apply();
+        // What changed is visible at once (mntr, lgif, /metrics), not only at the next tick.
+        self.publish();
+        true
+    }
+
+    pub(super) fn install(&mut self, snap: Snapshot) -> bool {
+        let meta = snap.get_metadata();
+        let (index, term) = (meta.index, meta.term);
+        let Some(shared) = self.shared.upgrade() else { return false };
+        let body = Arc::new(snap.data.to_vec());
+        if let Err(why) = shared.engine().install_snapshot(&body, index) {
+            return self.fail(format!("the leader's snapshot at index {index} does not load: {why}"));
+        }
+        if let Err(e) = self.node.mut_store().install(SnapRef { index, term, body }) {
+            return self.fail(format!("resetting the raft log to the snapshot failed: {e}"));
+        }
+        info!(node = self.id, index, term, "installed the leader's snapshot");
+        true
+    }
+
+    /// Applies committed entries. Returns false if the engine stopped (a digest mismatch).
+    pub(super) fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>) -> bool {
+        if entries.is_empty() {
+            return true;
+        }
+        let Some(shared) = self.shared.upgrade() else { return false };
+        let mut e = shared.engine();
+        for re in &entries {
+            let entry = match from_raft(re) {
+                Ok(x) => x,
+                Err(why) => {
+                    drop(e);
+                    return self.fail(format!("committed entry {} does not decode: {why}", re.index));
+                }
+            };
+            if entry.origin() >> 48 == self.id {
+                self.in_flight.remove(&entry.origin());
+            }
+            let index = entry.index();
+            e.commit(entry);
+            if let Some(why) = e.stopped_reason() {
+                drop(e);
+                return self.fail(why);
+            }
+            if let Some(p) = self.proposer.as_mut() {
+                p.committed(index);
+            }
+        }
+        if self.role == Role::Leader && self.proposer.is_none() && e.state().last_index() >= self.lead_start {
+            // Everything before this term is applied: the overlay starts empty over it.
+            let mut proposer = Proposer::new(e.state(), self.term);
+            proposer.set_broken_partial_multi(e.cfg.broken == Some(crate::broken::Broken::PartialMulti));
+            self.early = super::super::broken::EarlyAck::new(&e.cfg, e.state());
+            debug_assert_eq!(proposer.last_index(), self.node.raft.raft_log.last_index());
+            self.proposer = Some(proposer);
+            drop(e);
+            for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
+                self.proposal(origin, session, proposal);
+            }
+            for id in std::mem::take(&mut self.syncs) {
+                self.sync_request(id);
+            }
+        }
+        true
+    }
+}

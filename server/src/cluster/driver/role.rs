@@ -1,0 +1,123 @@
+//! The driver's view of its role: what changes when raft-rs's soft state does (in-flight
+//! proposals of an older term fail, parked ones go to the new leader), the periodic work of
+//! each tick, and the Raft picture it publishes (`mntr`, `lgif`, `/ready`).
+
+use std::time::Instant;
+
+use raft::StateRole;
+use testkeeper_wire::ZkError;
+use tracing::{error, info};
+
+use super::super::info::{FollowerInfo, RaftInfo};
+use super::super::message::Msg;
+use super::super::{NodeId, Role};
+use super::{Driver, OPERATION_TIMEOUT};
+
+impl Driver {
+    /// Periodic work: report session activity to the leader, time out parked proposals,
+    /// pick up a snapshot the engine finished.
+    pub(super) fn on_tick(&mut self) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        let info = self.info();
+        let (touched, snap) = {
+            let mut e = shared.engine();
+            e.set_raft_info(info);
+            (e.take_touched(), e.newest_snapshot())
+        };
+        if !touched.is_empty() && self.role != Role::Leader && self.leader != 0 {
+            self.net.send(self.id, self.leader, Msg::Touch { sessions: touched });
+        }
+        let now = Instant::now();
+        while self.parked.front().is_some_and(|(t, ..)| now.duration_since(*t) > OPERATION_TIMEOUT) {
+            let (_, origin, ..) = self.parked.pop_front().expect("checked above");
+            self.refuse(origin, ZkError::OperationTimeout.code());
+        }
+        // A forwarded proposal can be lost on the way (the leader never saw it): after
+        // Keeper's operation timeout its client gets OPERATIONTIMEOUT, as Keeper answers.
+        let late: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (_, at))| now.duration_since(*at) > OPERATION_TIMEOUT)
+            .map(|(o, _)| *o)
+            .collect();
+        for origin in late {
+            self.refuse_local(origin, ZkError::OperationTimeout.code());
+        }
+        if let Some((snap, keep_from)) = snap.filter(|(s, _)| s.index > self.node.store().snapshot_index()) {
+            if let Err(e) = self.node.mut_store().snapshot_taken(snap, keep_from) {
+                error!(node = self.id, error = %e, "compacting the raft log failed");
+            }
+        }
+    }
+
+    /// The log and, while leading, the followers' progress, for the engine to report.
+    pub(super) fn info(&self) -> RaftInfo {
+        let r = &self.node.raft;
+        let leading = r.state == StateRole::Leader;
+        let followers = if leading {
+            (r.prs().iter())
+                .filter(|(id, _)| **id != self.id)
+                .map(|(id, p)| FollowerInfo {
+                    id: *id,
+                    matched: p.matched,
+                    active: p.recent_active,
+                    replicating: p.state == raft::ProgressState::Replicate,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        RaftInfo {
+            first_index: r.raft_log.first_index(),
+            last_index: r.raft_log.last_index(),
+            last_term: r.raft_log.last_term(),
+            commit: r.raft_log.committed,
+            leader_commit: if leading { r.raft_log.committed } else { self.leader_commit },
+            snapshot_index: self.node.store().snapshot_index(),
+            followers,
+            stale_log_gap: self.stale_log_gap,
+            members: self.peers.clone(),
+        }
+    }
+
+    pub(super) fn soft_state(&mut self, leader: NodeId, role: StateRole) {
+        let role = match role {
+            StateRole::Leader => Role::Leader,
+            StateRole::Follower => Role::Follower,
+            StateRole::Candidate | StateRole::PreCandidate => Role::Candidate,
+        };
+        let term = self.node.raft.term;
+        let changed = (leader, role) != (self.leader, self.role);
+        (self.leader, self.role) = (leader, role);
+        if term != self.term {
+            self.term = term;
+            // A proposal sent in an older term may be lost: its outcome is unknown.
+            let stale: Vec<u64> = self.in_flight.iter().filter(|(_, (t, _))| *t < term).map(|(o, _)| *o).collect();
+            for origin in stale {
+                self.refuse_local(origin, ZkError::ConnectionLoss.code());
+            }
+        }
+        if !changed {
+            return;
+        }
+        info!(node = self.id, role = role.name(), leader, term, "raft role changed");
+        self.proposer = None;
+        self.early = None;
+        if role == Role::Leader {
+            // raft-rs appended this term's first (empty) entry when it became leader.
+            self.lead_start = self.node.raft.raft_log.last_index();
+        }
+        if let Some(s) = self.shared.upgrade() {
+            s.engine().role_changed(role, leader, term);
+        }
+        if role != Role::Leader && leader != 0 {
+            // Forward what waited for a leader.
+            for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
+                self.proposal(origin, session, proposal);
+            }
+            for id in std::mem::take(&mut self.syncs) {
+                self.net.send(self.id, leader, Msg::SyncAsk { id });
+            }
+        }
+    }
+}
