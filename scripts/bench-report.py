@@ -279,9 +279,12 @@ def cluster_section(c):
         return L + ["Not measured in this run (`--no-cluster`).\n"]
     cfg = c["config"]
     run_at = c.get("measured_at", "?")
-    L.append(f"`testkeeper bench --cluster` (`cli/src/bench/cluster.rs`), run {run_at} on this shared, loaded "
-             "machine (other engineers were building at the same time): three `testkeeper serve --id N --peers ...` "
-             "processes (keeper flavor, in memory, default Raft timings: 20 ms ticks, election after 10-12 ticks) "
+    load = c.get("load_average")
+    where = (f"on this 2-core machine (load average {load:.1f} when it ended)" if load is not None
+             else "on this shared 2-core machine")
+    L.append(f"`testkeeper bench --cluster` (`cli/src/bench/cluster.rs`), run {run_at} {where}: three "
+             "`testkeeper serve --id N --peers ...` processes (keeper flavor, in memory, default Raft timings: "
+             "20 ms ticks, election after 10-14 ticks, a distinct offset per node) "
              "against three ZooKeeper 3.8 JVMs (Debian's package, `forceSync=no`, tickTime 2000, -Xmx1000m), "
              "all six on this machine's loopback. Sessions are spread over the three members in turn; rounds "
              f"alternate between the clusters (A B, B A, ...), {cfg['rounds']} per cluster, {cfg['ops']} ops per "
@@ -309,12 +312,14 @@ def cluster_section(c):
              f"testkeeper: {', '.join('none within 60 s' if x is None else f'{x:.0f}' for x in f['testkeeper_ms'])} ms (median "
              f"{f['testkeeper_median_ms']:.0f}); ZooKeeper: {', '.join('none within 60 s' if x is None else f'{x:.0f}' for x in f['zookeeper_ms'])} ms "
              f"(median {f['zookeeper_median_ms']:.0f}): ratio **{fmt_ratio(f['ratio'], 3)}**. testkeeper's is set by "
-             "its election timeout (`--election-ticks` x `--raft-tick-ms`, 200-240 ms by default; Keeper's defaults "
+             "its election timeout (`--election-ticks` x `--raft-tick-ms` plus the survivor's offset, 200-280 ms by "
+             "default; Keeper's defaults "
              "take 1-2 s); ZooKeeper's followers see the dead leader's sockets close at once and elect a new one "
              "with FastLeaderElection (200 ms finalize wait), then sync.\n")
     st = c["start"]
     cur = st["curator"]
-    line = (f"**In-process start of 3 nodes to a leader.** `TestKeeperCluster::start(3)` to `await_leader`: "
+    line = (f"**In-process start of 3 nodes to a leader.** `TestKeeperCluster::start(3)` to `await_leader` (a "
+            "fresh cluster's first node in the election order stands at once, docs/cluster.md): "
             f"{', '.join(f'{x:.1f}' for x in st['testkeeper_samples_ms'])} ms (median "
             f"{st['testkeeper_median_ms']:.1f}).")
     if "skipped" in cur:
@@ -333,6 +338,7 @@ def cluster_section(c):
 def stamped(c):
     """The cluster run with the time it was measured (kept in its JSON for --render-only)."""
     c["measured_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    c["load_average"] = os.getloadavg()[0]
     with open(os.path.join(OUT, "cluster.json"), "w") as f:
         json.dump(c, f, indent=1)
     return c
@@ -834,6 +840,9 @@ def main():
         start = load("start-snapshot")["start_with_snapshot"] if have("start-snapshot") else None
         if args.only_durability:
             splice_durability(durable or None, baseline or None, start, args.baseline_commit)
+            return
+        if args.cluster_only:
+            splice_cluster_section(load("cluster"))
             return
         runs = {(s, w): load(f"vs-zk-s{s}-w{w}") for w in (1, 16) for s in (1, 4, 8, 32)}
         mem = load("memory") if os.path.exists(os.path.join(OUT, "memory.json")) else None

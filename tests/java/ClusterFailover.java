@@ -13,10 +13,6 @@
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.net.InetSocketAddress;
-import java.util.ArrayList;
-import java.util.Collection;
-import java.util.List;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -26,50 +22,11 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
-import org.apache.zookeeper.client.HostProvider;
 
 public final class ClusterFailover {
     static String connect;
     static ZooKeeper zk;
     static int retries;
-
-    /** The connect string's servers in order, round and round, pausing after a full turn. */
-    static final class InOrder implements HostProvider {
-        final List<InetSocketAddress> hosts = new ArrayList<>();
-        int next;
-
-        InOrder(String connect) {
-            for (String hp : connect.split(",")) {
-                int colon = hp.lastIndexOf(':');
-                hosts.add(new InetSocketAddress(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))));
-            }
-        }
-
-        @Override
-        public int size() {
-            return hosts.size();
-        }
-
-        @Override
-        public InetSocketAddress next(long spinDelay) {
-            if (next > 0 && next % hosts.size() == 0 && spinDelay > 0) {
-                try {
-                    Thread.sleep(spinDelay);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return hosts.get(next++ % hosts.size());
-        }
-
-        @Override
-        public void onConnected() {}
-
-        @Override
-        public boolean updateServerList(Collection<InetSocketAddress> servers, InetSocketAddress current) {
-            return false;
-        }
-    }
 
     static ZooKeeper open() throws Exception {
         CountDownLatch up = new CountDownLatch(1);
@@ -78,7 +35,7 @@ public final class ClusterFailover {
                 up.countDown();
             }
         };
-        ZooKeeper z = new ZooKeeper(connect, 10000, w, false, new InOrder(connect));
+        ZooKeeper z = new ZooKeeper(connect, 10000, w, false, new InOrderHosts(connect));
         if (!up.await(30, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no connection to " + connect + " within 30 s");
         }

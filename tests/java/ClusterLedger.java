@@ -21,10 +21,8 @@
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -34,7 +32,6 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.ZooKeeper;
-import org.apache.zookeeper.client.HostProvider;
 
 public final class ClusterLedger {
     static ZooKeeper zk;
@@ -45,44 +42,6 @@ public final class ClusterLedger {
     static synchronized void say(String line) {
         System.out.println(line);
         System.out.flush();
-    }
-
-    /** The connect string's servers in order, round and round, pausing after a full turn. */
-    static final class InOrder implements HostProvider {
-        final List<InetSocketAddress> hosts = new ArrayList<>();
-        int next;
-
-        InOrder(String connect) {
-            for (String hp : connect.split(",")) {
-                int colon = hp.lastIndexOf(':');
-                hosts.add(new InetSocketAddress(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1))));
-            }
-        }
-
-        @Override
-        public int size() {
-            return hosts.size();
-        }
-
-        @Override
-        public InetSocketAddress next(long spinDelay) {
-            if (next > 0 && next % hosts.size() == 0 && spinDelay > 0) {
-                try {
-                    Thread.sleep(spinDelay);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return hosts.get(next++ % hosts.size());
-        }
-
-        @Override
-        public void onConnected() {}
-
-        @Override
-        public boolean updateServerList(Collection<InetSocketAddress> servers, InetSocketAddress current) {
-            return false;
-        }
     }
 
     /** Creates path; returns once it is known applied. Anything but a lost outcome throws. */
@@ -119,7 +78,7 @@ public final class ClusterLedger {
                 }
             }
         };
-        zk = new ZooKeeper(connect, 10000, w, false, new InOrder(connect));
+        zk = new ZooKeeper(connect, 10000, w, false, new InOrderHosts(connect));
         if (!up.await(30, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no connection to " + connect + " within 30 s");
         }

@@ -21,6 +21,7 @@
 //! * [`kazoo`]: running kazoo's shipped test suite against a server;
 //! * [`clis`]: running `zkCli.sh` and `cli_mt` commands against a server;
 //! * [`piped`]: a child spoken to line by line on stdin and stdout;
+//! * [`java`]: compiling and running the Java programs under `tests/java/`;
 //! * [`cluster_control`]: what a test does to any cluster (kill, restart, leader, mntr), and
 //!   the digest-at-the-same-index check;
 //! * [`cluster_embedded`]: an embedded testkeeper cluster (`testkeeper cluster-embedded`);
@@ -40,6 +41,7 @@ pub mod cluster_probes;
 pub mod data_dir;
 pub mod env;
 pub mod foreign;
+pub mod java;
 pub mod kazoo;
 pub mod ledger;
 pub mod net;

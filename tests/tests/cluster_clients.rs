@@ -17,7 +17,8 @@ use std::process::Command;
 
 use testkeeper_tests::cluster_control::ClusterControl;
 use testkeeper_tests::cluster_embedded::EmbeddedCluster;
-use testkeeper_tests::env::{java, kazoo_venv_ready, repo_root, zookeeper_installed};
+use testkeeper_tests::env::{kazoo_venv_ready, repo_root, zookeeper_installed};
+use testkeeper_tests::java;
 use testkeeper_tests::ledger::{self, KillLoop, LedgerReport};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_tests::{require_external, venv_python, ZooKeeperEnsemble};
@@ -42,21 +43,10 @@ fn kazoo() -> Command {
     c
 }
 
-const JAVA_CP: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar";
-
 /// Compiles tests/java/ClusterLedger.java into `dir`; the command that runs it.
 fn java_client(dir: &std::path::Path) -> Command {
-    let src = repo_root().join("tests/java/ClusterLedger.java");
-    let out = run_bounded(
-        Command::new("javac").args(["-implicit:none", "-cp", JAVA_CP, "-d"]).arg(dir).arg(&src),
-        b"",
-        std::time::Duration::from_secs(180),
-    )
-    .expect("run javac");
-    assert!(out.success(), "javac failed:\n{}", out.combined());
-    let mut c = Command::new(java().expect("java"));
-    c.args(["-cp", &format!("{}:{JAVA_CP}", dir.display()), "ClusterLedger"]);
-    c
+    java::compile(&["ClusterLedger.java", "InOrderHosts.java"], java::ZOOKEEPER_CP, dir);
+    java::command(dir, java::ZOOKEEPER_CP, "ClusterLedger")
 }
 
 fn have_java() -> bool {

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use testkeeper_tests::env::{java, kazoo_venv_ready, repo_root, zookeeper_installed};
+use testkeeper_tests::env::{kazoo_venv_ready, repo_root, zookeeper_installed};
+use testkeeper_tests::java;
 use testkeeper_tests::net::{four_letter_word, http};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_tests::{require_external, venv_python, ClusterOptions, TestkeeperCluster};
@@ -172,20 +173,10 @@ fn the_java_client_fails_over_when_the_leader_is_killed() {
     let have = zookeeper_installed() && testkeeper_tests::env::find_in_path("javac").is_some();
     require_external!("javac and Debian's ZooKeeper client", have);
     let classes = tempfile::tempdir().unwrap();
-    let cp = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar";
-    let src = repo_root().join("tests/java/ClusterFailover.java");
-    let out = run_bounded(
-        Command::new("javac").args(["-implicit:none", "-cp", cp, "-d"]).arg(classes.path()).arg(&src),
-        b"",
-        Duration::from_secs(180),
-    )
-    .expect("run javac");
-    assert!(out.success(), "javac failed:\n{}", out.combined());
-    let run_cp = format!("{}:{cp}", classes.path().display());
+    java::compile(&["ClusterFailover.java", "InOrderHosts.java"], java::ZOOKEEPER_CP, classes.path());
     for flavor in ["zookeeper", "keeper"] {
         let (mut c, leader) = cluster(&ClusterOptions::new(flavor));
-        let mut cmd = Command::new(java().expect("java"));
-        cmd.args(["-cp", &run_cp, "ClusterFailover"]);
+        let mut cmd = java::command(classes.path(), java::ZOOKEEPER_CP, "ClusterFailover");
         let out = failover(&mut c, leader, &format!("java, {flavor}"), &mut cmd);
         same_session_iff_zookeeper(flavor, &out);
         rejoin(&mut c, leader);

@@ -48,17 +48,8 @@ fn classpath(classes: &Path) -> String {
 }
 
 fn compile(dir: &Path) -> PathBuf {
-    let sources = ["CuratorRecipes.java", "CutProxy.java"].map(|f| repo_root().join("tests/java").join(f));
     let classes = dir.join("classes");
-    std::fs::create_dir_all(&classes).unwrap();
-    // -implicit:none: compile only our file, not sources javac finds on the classpath.
-    let out = run_bounded(
-        Command::new("javac").args(["-implicit:none", "-cp", &classpath(&classes), "-d"]).arg(&classes).args(&sources),
-        b"",
-        Duration::from_secs(180),
-    )
-    .expect("run javac");
-    assert!(out.success(), "javac failed:\n{}", out.combined());
+    testkeeper_tests::java::compile(&["CuratorRecipes.java", "CutProxy.java"], &classpath(&classes), &classes);
     classes
 }
 
