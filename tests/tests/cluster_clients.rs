@@ -20,7 +20,6 @@ use testkeeper_tests::cluster_embedded::EmbeddedCluster;
 use testkeeper_tests::env::{kazoo_venv_ready, repo_root, zookeeper_installed};
 use testkeeper_tests::java;
 use testkeeper_tests::ledger::{self, KillLoop, LedgerReport};
-use testkeeper_tests::process::run_bounded;
 use testkeeper_tests::{require_external, venv_python, ZooKeeperEnsemble};
 
 /// Leader kills per run, and writes the client must finish between steps.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use testkeeper_tests::env::{curator_installed, java, repo_root, zookeeper_installed, CURATOR_RECIPES_JAR};
+use testkeeper_tests::env::{curator_installed, java, zookeeper_installed, CURATOR_RECIPES_JAR};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_tests::{require_external, TestkeeperProcess, ZooKeeperProcess};
 
