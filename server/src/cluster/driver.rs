@@ -139,6 +139,9 @@ pub fn spawn(
         early_campaigns,
         ticks: 0,
     };
+    // The engine reports the log as it is from the start (a recovered node's applied index
+    // is already in it), not zeros until the first tick.
+    d.publish();
     let paused = d.paused.clone();
     let thread = std::thread::Builder::new()
         .name(format!("testkeeper-raft-{}", cfg.id))

@@ -70,6 +70,16 @@ impl Engine {
         }
     }
 
+    /// Entries up to `index` are applied here, so they are committed and in the log: the
+    /// published commit and last index move with them under the same lock, so no reader ever
+    /// sees an applied index above the commit index (the driver publishes the rest later).
+    pub(crate) fn applied_through(&mut self, index: u64) {
+        if let Some(r) = self.replica.as_mut() {
+            r.raft.commit = r.raft.commit.max(index);
+            r.raft.last_index = r.raft.last_index.max(index);
+        }
+    }
+
     /// The Raft view of a cluster node (`None` standalone).
     pub(crate) fn raft_info(&self) -> Option<&RaftInfo> {
         self.replica.as_ref().map(|r| &r.raft)

@@ -47,7 +47,7 @@ pub fn status_json(e: &Engine) -> Option<Value> {
         "leader": s.leader,
         "term": s.term,
         "applied": s.applied,
-        "commit": i.commit.max(s.applied),
+        "commit": i.commit,
         "leader_commit": i.leader_commit,
         "first_index": i.first_index,
         "last_index": i.last_index,
@@ -135,9 +135,7 @@ pub fn register_metrics(e: &Engine, r: &mut Registry) {
     r.register("raft_node_id", "This node's id", g(s.id));
     r.register("raft_term", "The current Raft term", g(s.term));
     r.register("raft_leader", "The leader this node knows (0: none)", g(s.leader));
-    // The driver publishes the commit index now and then, while `applied` is read live: an
-    // applied entry is committed, so the gauge never reads below it.
-    r.register("raft_commit_index", "The commit index this node knows", g(i.commit.max(s.applied)));
+    r.register("raft_commit_index", "The commit index this node knows", g(i.commit));
     r.register("raft_applied_index", "Index of the last entry applied here", g(s.applied));
     r.register("raft_last_index", "Index of the last entry in this node's Raft log", g(i.last_index));
     r.register("raft_stopped", "1 once this node stopped serving on a divergence", g(u64::from(s.stopped.is_some())));

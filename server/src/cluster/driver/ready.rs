@@ -69,8 +69,13 @@ impl Driver {
         let (index, term) = (meta.index, meta.term);
         let Some(shared) = self.shared.upgrade() else { return false };
         let body = Arc::new(snap.data.to_vec());
-        if let Err(why) = shared.engine().install_snapshot(&body, index) {
-            return self.fail(format!("the leader's snapshot at index {index} does not load: {why}"));
+        {
+            let mut e = shared.engine();
+            if let Err(why) = e.install_snapshot(&body, index) {
+                drop(e);
+                return self.fail(format!("the leader's snapshot at index {index} does not load: {why}"));
+            }
+            e.applied_through(index);
         }
         if let Err(e) = self.node.mut_store().install(SnapRef { index, term, body }) {
             return self.fail(format!("resetting the raft log to the snapshot failed: {e}"));
@@ -99,6 +104,7 @@ impl Driver {
             }
             let index = entry.index();
             e.commit(entry);
+            e.applied_through(index);
             if let Some(why) = e.stopped_reason() {
                 drop(e);
                 return self.fail(why);
