@@ -5,7 +5,8 @@
 //!
 //! The lock is held for the copy (`State::clone`, a pointer per arena chunk: the chunks are
 //! shared copy-on-write), not for the serialization and compression, which take seconds at 1M
-//! znodes; compacting the log afterwards still holds it (docs/performance.md measures each).
+//! znodes; compacting the log afterwards holds it only to move the log's first index, the old
+//! records go on a thread (docs/performance.md measures each).
 
 use std::io;
 use std::path::PathBuf;
