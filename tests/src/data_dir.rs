@@ -1,6 +1,6 @@
 //! A `testkeeper serve --data-dir` directory seen from outside, for the durability tests:
 //! starting and killing the server on it, reading and damaging its sled log through sled's
-//! own API (the chunk layout of `server/src/log/sled.rs`, documented in docs/persistence.md), and
+//! own API (the chunk layout of `server/src/log/sled/`, documented in docs/persistence.md), and
 //! an exact picture of its contents to show that a refused start changed nothing.
 //!
 //! Damage goes through sled, not into sled's files: flipping bytes of sled's own segments

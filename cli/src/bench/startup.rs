@@ -169,20 +169,32 @@ async fn testkeeper_runs(dir: &Path, n: u64, value_size: usize, seed: u64, resta
     drop(client);
     s.kill_keeping_dir();
     let on_disk = json!({"snapshots_bytes": du(&dir.join("snapshots")), "log_bytes": du(&dir.join("log"))});
+    let starts =
+        timed_restarts(restarts, n, "testkeeper restart on the data directory", || spawn_tk(dir, None)).await?;
+    Ok(json!({"populate_s": populate_s, "idle_probe_max_us": idle_max_us, "idle_probe_calls": idle_calls,
+              "snapshots": snapshots, "on_disk": on_disk, "start_ms": starts, "start_ms_median": median(&starts)}))
+}
+
+/// Starts a server `restarts` times on its kept directory, each until it serves all `n`
+/// znodes; the launch-to-serving times, ms.
+async fn timed_restarts<F, Fut>(restarts: usize, n: u64, what: &str, spawn: F) -> Result<Vec<f64>, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Spawned, String>>,
+{
     let mut starts = Vec::new();
     for _ in 0..restarts {
-        let s = spawn_tk(dir, None).await?;
+        let s = spawn().await?;
         let count = mntr_u64(s.addr, "znode_count").await?;
         if count < n {
-            return Err(format!("testkeeper restarted with {count} znodes, not {n}"));
+            return Err(format!("{what}: {count} znodes, not {n}"));
         }
         let ms = s.launch_to_serving.as_secs_f64() * 1e3;
-        println!("  testkeeper restart on the data directory: {ms:.1} ms to imok ({count} znodes)");
+        println!("  {what}: {ms:.1} ms to serving ({count} znodes)");
         starts.push(ms);
         s.kill_keeping_dir();
     }
-    Ok(json!({"populate_s": populate_s, "idle_probe_max_us": idle_max_us, "idle_probe_calls": idle_calls,
-              "snapshots": snapshots, "on_disk": on_disk, "start_ms": starts, "start_ms_median": median(&starts)}))
+    Ok(starts)
 }
 
 async fn spawn_zk(dir: PathBuf) -> Result<Spawned, String> {
@@ -223,18 +235,8 @@ async fn zookeeper_runs(dir: &Path, n: u64, value_size: usize, seed: u64, restar
     println!("  zookeeper first restart (replays its log): {first_ms:.0} ms to serving");
     s.kill_keeping_dir();
     let after_first = zk_files(dir);
-    let mut starts = Vec::new();
-    for _ in 0..restarts {
-        let s = spawn_zk(dir.to_path_buf()).await?;
-        let count = mntr_u64(s.addr, "znode_count").await?;
-        if count < n {
-            return Err(format!("ZooKeeper restarted with {count} znodes, not {n}"));
-        }
-        let ms = s.launch_to_serving.as_secs_f64() * 1e3;
-        println!("  zookeeper restart from its snapshot: {ms:.0} ms to serving ({count} znodes)");
-        starts.push(ms);
-        s.kill_keeping_dir();
-    }
+    let starts =
+        timed_restarts(restarts, n, "zookeeper restart from its snapshot", || spawn_zk(dir.to_path_buf())).await?;
     Ok(json!({"populate_s": populate_s, "first_restart_ms": first_ms, "files_after_populate": after_populate,
               "files_after_first_restart": after_first, "start_ms": starts, "start_ms_median": median(&starts)}))
 }

@@ -87,9 +87,6 @@ pub trait Syncer: Send + Sync {
     /// # Errors
     /// The storage's failure: the entries after the durable index must not be acknowledged.
     fn sync(&self) -> Result<u64, LogError>;
-
-    /// The last index appended (durable or not).
-    fn appended(&self) -> u64;
 }
 
 /// An ordered, contiguous sequence of entries from `first_index()` to `last_index()`.

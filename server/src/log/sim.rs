@@ -139,10 +139,6 @@ impl Syncer for SimSyncer {
         d.synced_index = d.appended;
         Ok(d.appended)
     }
-
-    fn appended(&self) -> u64 {
-        self.disk.disk().appended
-    }
 }
 
 impl SimLog {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! DATA_DIR/
-//!   log/                         the sled database (log/sled.rs): entries, hard state, metadata
+//!   log/                         the sled database (log/sled/): entries, hard state, metadata
 //!   snapshots/snapshot_<i>.bin.zst   the state at index i (storage/snapshots.rs)
 //! ```
 //!

@@ -22,88 +22,29 @@
 //! key, so one batch per flush cycle, whatever the number of sessions whose writes it carries,
 //! is what keeps group commit cheap; and the engine's lock never waits on sled. Without
 //! write-behind (`--fsync never`, where nobody flushes) an append writes its batch at once.
+//!
+//! # Layout
+//! - this file: [`SledLog`]: open and verify, and the [`Log`] operations.
+//! - `store`: what the log and the syncer share (staged records, the write lock) and the
+//!   syncer.
+//! - `values`: keys and sealed values (entry keys, the hard state, [`Meta`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use testkeeper_core::txn::Entry;
 use tracing::warn;
 
-use super::chunk::{self, Staged};
+mod store;
+mod values;
+
+use store::{SledSyncer, Store};
+pub use values::Meta;
+use values::{decode_hard, hard_bytes, index_of, io, key, sealed, unseal, HARD, META};
+
+use super::chunk;
 use super::{HardState, Log, LogError, Span, Syncer};
-
-const META: &[u8] = b"m/meta";
-const HARD: &[u8] = b"m/hard";
-
-fn key(index: u64) -> [u8; 9] {
-    let mut k = [b'e'; 9];
-    k[1..].copy_from_slice(&index.to_be_bytes());
-    k
-}
-
-fn index_of(k: &[u8]) -> u64 {
-    u64::from_be_bytes(k[1..9].try_into().expect("entry keys are 9 bytes"))
-}
-
-fn io(what: &str, e: impl std::fmt::Display) -> LogError {
-    LogError::Io { what: format!("{what}: {e}") }
-}
-
-/// A value with a CRC-32 of it appended.
-fn sealed(value: &[u8]) -> Vec<u8> {
-    let mut v = value.to_vec();
-    v.extend_from_slice(&crc32fast::hash(value).to_le_bytes());
-    v
-}
-
-/// The value of a sealed record, if its checksum holds.
-fn unseal(v: &[u8]) -> Option<&[u8]> {
-    let (value, crc) = v.split_at(v.len().checked_sub(4)?);
-    (crc32fast::hash(value).to_le_bytes() == crc).then_some(value)
-}
-
-/// What a data directory was created with, and the choices replay depends on: the flavor and
-/// digest setting a state is rebuilt with, the ZooKeeper session-id base, and the system nodes'
-/// data of the initial tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Meta {
-    pub flavor: String,
-    pub digest_enabled: bool,
-    pub zk_session_base: i64,
-    /// Data of `/keeper/feature_flags` and `/keeper/api_version` in the initial tree.
-    pub feature_flags: Vec<u8>,
-    pub api_version: Vec<u8>,
-}
-
-impl Meta {
-    const VERSION: u8 = 1;
-
-    fn encode(&self) -> Vec<u8> {
-        let mut v = vec![Self::VERSION];
-        v.extend_from_slice(&(self.flavor.len() as u32).to_le_bytes());
-        v.extend_from_slice(self.flavor.as_bytes());
-        v.push(u8::from(self.digest_enabled));
-        v.extend_from_slice(&self.zk_session_base.to_le_bytes());
-        for b in [&self.feature_flags, &self.api_version] {
-            v.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            v.extend_from_slice(b);
-        }
-        v
-    }
-
-    fn decode(v: &[u8]) -> Option<Meta> {
-        let mut r = testkeeper_core::codec::Reader::new(v);
-        (r.u8().ok()? == Self::VERSION).then_some(())?;
-        let flavor = r.string().ok()?;
-        let digest_enabled = r.u8().ok()? != 0;
-        let zk_session_base = r.i64().ok()?;
-        let feature_flags = r.blob().ok()?.to_vec();
-        let api_version = r.blob().ok()?.to_vec();
-        r.end().ok()?;
-        Some(Meta { flavor, digest_enabled, zk_session_base, feature_flags, api_version })
-    }
-}
 
 /// The log of one server in a sled database.
 pub struct SledLog {
@@ -121,82 +62,6 @@ pub struct SledLog {
 
 /// Chunks removed per sled batch by the compactor thread.
 const COMPACT_BATCH: usize = 1024;
-
-/// What the log (under the engine's lock) and the syncer thread share.
-struct Store {
-    db: sled::Db,
-    /// Appended, not yet in sled.
-    staged: Mutex<Staged>,
-    /// The hard state of the last append, written with the next staged batch.
-    staged_hard: Mutex<Option<HardState>>,
-    /// Held while staged records move into sled, so batches land in index order and a
-    /// truncation or reset never interleaves with one. Taken before `staged`, never after.
-    writing: Mutex<()>,
-    /// The last index appended (staged or in sled).
-    appended: AtomicU64,
-}
-
-impl Store {
-    fn writing(&self) -> MutexGuard<'_, ()> {
-        self.writing.lock().expect("log write lock")
-    }
-
-    /// Moves everything staged into sled in one batch (not flushed). The caller holds `writing`.
-    fn write_staged(&self, _writing: &MutexGuard<'_, ()>) -> Result<(), LogError> {
-        let staged = std::mem::take(&mut *self.staged.lock().expect("staged records"));
-        let hard = self.staged_hard.lock().expect("staged hard state").take();
-        if staged.is_empty() && hard.is_none() {
-            return Ok(());
-        }
-        let mut batch = sled::Batch::default();
-        for (first, bytes) in staged.chunks {
-            batch.insert(&key(first)[..], bytes);
-        }
-        if let Some(h) = hard {
-            batch.insert(HARD, hard_bytes(h));
-        }
-        self.db.apply_batch(batch).map_err(|e| io("appending to the log", e))
-    }
-
-    /// Drops what is staged (a reset replaces the whole log). The caller holds `writing`.
-    fn discard_staged(&self, _writing: &MutexGuard<'_, ()>) {
-        *self.staged.lock().expect("staged records") = Staged::default();
-        *self.staged_hard.lock().expect("staged hard state") = None;
-    }
-}
-
-fn hard_bytes(h: HardState) -> Vec<u8> {
-    let mut b = Vec::with_capacity(24);
-    for v in [h.term, h.vote, h.commit] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    sealed(&b)
-}
-
-/// Writes what is staged and flushes, from the syncer thread (or the Raft driver).
-struct SledSyncer {
-    store: Arc<Store>,
-}
-
-impl Syncer for SledSyncer {
-    fn sync(&self) -> Result<u64, LogError> {
-        // Appends stage under the engine's lock, and truncations (a Raft follower's) run on
-        // the thread that calls this, so the index read with the staged records moved is
-        // exactly what the flush below covers.
-        let target = {
-            let w = self.store.writing();
-            let target = self.store.appended.load(Ordering::Acquire);
-            self.store.write_staged(&w)?;
-            target
-        };
-        self.store.db.flush().map_err(|e| io("flushing the log", e))?;
-        Ok(target)
-    }
-
-    fn appended(&self) -> u64 {
-        self.store.appended.load(Ordering::Acquire)
-    }
-}
 
 /// A log as found on disk, with what was repaired.
 pub struct Opened {
@@ -249,16 +114,11 @@ impl SledLog {
         };
         let hard = match db.get(HARD).map_err(|e| io("reading the hard state", e))? {
             None => HardState::default(),
-            Some(v) => {
-                let bad = || LogError::Corrupt {
-                    file: name.clone(),
-                    index: 0,
-                    why: "the hard state fails its checksum".into(),
-                };
-                let b = unseal(&v).filter(|b| b.len() == 24).ok_or_else(bad)?;
-                let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-                HardState { term: u(0), vote: u(8), commit: u(16) }
-            }
+            Some(v) => decode_hard(&v).ok_or_else(|| LogError::Corrupt {
+                file: name.clone(),
+                index: 0,
+                why: "the hard state fails its checksum".into(),
+            })?,
         };
         let mut warnings = Vec::new();
         let (mut first, mut last, mut last_term) = (0, 0, 0);
@@ -308,13 +168,8 @@ impl SledLog {
             let why = format!("the commit index {} lies beyond the last entry {last}", hard.commit);
             return Err(LogError::Corrupt { file: name, index: hard.commit, why });
         }
-        let store = Arc::new(Store {
-            db,
-            staged: Mutex::default(),
-            staged_hard: Mutex::default(),
-            writing: Mutex::default(),
-            appended: AtomicU64::new(last),
-        });
+        let store =
+            Arc::new(Store { db, staged: Mutex::default(), writing: Mutex::default(), appended: AtomicU64::new(last) });
         let log =
             SledLog { dir: dir.to_path_buf(), first, last, last_term, hard, store, write_behind, compactor: None };
         Ok(Opened { log, meta, warnings })
@@ -356,7 +211,7 @@ impl Log for SledLog {
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
         let Some(last) = entries.last() else {
             if self.write_behind {
-                *self.store.staged_hard.lock().expect("staged hard state") = Some(hard);
+                self.store.staged.lock().expect("staged records").1 = Some(hard);
             } else {
                 self.store.db.insert(HARD, hard_bytes(hard)).map_err(|e| io("writing the hard state", e))?;
             }
@@ -367,11 +222,11 @@ impl Log for SledLog {
             let mut staged = self.store.staged.lock().expect("staged records");
             for e in entries {
                 assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");
-                staged.push(e);
+                staged.0.push(e);
                 self.last = e.index();
             }
+            staged.1 = Some(hard);
         }
-        *self.store.staged_hard.lock().expect("staged hard state") = Some(hard);
         (self.last_term, self.hard) = (last.term(), hard);
         self.store.appended.store(self.last, Ordering::Release);
         if !self.write_behind {
