@@ -141,6 +141,36 @@ impl DigestLedger {
     }
 }
 
+impl ClusterControl for crate::cluster::TestkeeperCluster {
+    fn ids(&self) -> Vec<u64> {
+        crate::cluster::TestkeeperCluster::ids(self)
+    }
+
+    fn addr(&self, id: u64) -> SocketAddr {
+        crate::cluster::TestkeeperCluster::addr(self, id)
+    }
+
+    fn is_running(&mut self, id: u64) -> bool {
+        crate::cluster::TestkeeperCluster::is_running(self, id)
+    }
+
+    fn await_leader(&mut self, within: Duration) -> Result<u64, String> {
+        crate::cluster::TestkeeperCluster::await_leader(self, within)
+    }
+
+    fn kill(&mut self, id: u64) {
+        crate::cluster::TestkeeperCluster::kill(self, id);
+    }
+
+    fn restart(&mut self, id: u64) -> Result<(), String> {
+        crate::cluster::TestkeeperCluster::restart(self, id)
+    }
+
+    fn describe(&mut self) -> String {
+        crate::cluster::TestkeeperCluster::describe(self, 20)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

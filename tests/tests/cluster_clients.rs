@@ -1,7 +1,9 @@
-//! kazoo and Apache ZooKeeper's Java client keep working against a 3-node cluster while its
-//! leader is killed and restarted in a loop (tests/src/ledger.rs): no acknowledged write is
-//! lost on any node, nothing unacknowledged appears, every node's digest is equal whenever two
-//! nodes are at the same applied index, and sessions behave as each flavor's server does.
+//! kazoo and Apache ZooKeeper's Java client keep working against a 3-node cluster, embedded
+//! (`testkeeper cluster-embedded`) and as three `testkeeper serve --peers` processes with data
+//! directories, while its leader is killed and restarted in a loop (tests/src/ledger.rs): no
+//! acknowledged write is lost on any node, nothing unacknowledged appears, every node's digest
+//! is equal whenever two nodes are at the same applied index, and sessions behave as each
+//! flavor's server does.
 //!
 //! The same run against a 3-server Apache ZooKeeper 3.8 ensemble shows what ZooKeeper's own
 //! clients see there, and so what the zookeeper flavor must match: one session throughout
@@ -20,7 +22,7 @@ use testkeeper_tests::cluster_embedded::EmbeddedCluster;
 use testkeeper_tests::env::{kazoo_venv_ready, repo_root, zookeeper_installed};
 use testkeeper_tests::java;
 use testkeeper_tests::ledger::{self, KillLoop, LedgerReport};
-use testkeeper_tests::{require_external, venv_python, ZooKeeperEnsemble};
+use testkeeper_tests::{require_external, venv_python, ClusterOptions, TestkeeperCluster, ZooKeeperEnsemble};
 
 /// Leader kills per run, and writes the client must finish between steps.
 const ROUNDS: usize = 5;
@@ -117,6 +119,19 @@ fn embedded(flavor: &str, client: &str, cmd: &mut Command) {
     check(flavor, &label, &r);
 }
 
+/// Three `serve --id N --peers ...` processes, each on its own data directory (a killed node
+/// comes back with its Raft log and vote, as Raft requires).
+fn processes(flavor: &str, client: &str, cmd: &mut Command) {
+    let seed = seed();
+    let label = format!("{client} on {flavor} serve processes");
+    let mut o = ClusterOptions::new(flavor);
+    (o.seed, o.data_dirs) = (seed, true);
+    let mut c = TestkeeperCluster::start(&o).unwrap_or_else(|e| panic!("{e}"));
+    ClusterControl::await_leader(&mut c, std::time::Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}"));
+    let r = ledger::run(&mut c, &label, cmd, plan(seed)).unwrap_or_else(|e| panic!("{e}"));
+    check(flavor, &label, &r);
+}
+
 #[test]
 fn kazoo_keeps_working_while_the_leader_of_an_embedded_cluster_is_killed_in_a_loop() {
     require_external!("kazoo venv", kazoo_venv_ready());
@@ -147,4 +162,21 @@ fn the_same_loop_on_a_zookeeper_ensemble_shows_what_the_zookeeper_flavor_must() 
     let r = ledger::run(&mut zk, "kazoo on ZooKeeper 3.8", &mut kazoo(), plan).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.killed.len(), 2);
     zookeeper_sessions("kazoo on ZooKeeper 3.8", &r);
+}
+
+#[test]
+fn kazoo_keeps_working_while_the_leader_process_is_killed_in_a_loop() {
+    require_external!("kazoo venv", kazoo_venv_ready());
+    for flavor in ["zookeeper", "keeper"] {
+        processes(flavor, "kazoo", &mut kazoo());
+    }
+}
+
+#[test]
+fn the_java_client_keeps_working_while_the_leader_process_is_killed_in_a_loop() {
+    require_external!("javac and Debian's ZooKeeper client", have_java());
+    let dir = tempfile::tempdir().unwrap();
+    for flavor in ["zookeeper", "keeper"] {
+        processes(flavor, "java", &mut java_client(dir.path()));
+    }
 }
