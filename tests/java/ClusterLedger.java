@@ -8,6 +8,7 @@
  *   state S session=0x..                   every connection state the client reports
  *   final session=0x.. acked=N retries=R   after "stop" on stdin
  *   ack PATH DATA                          one per acknowledged write
+ *   mark N                                 echoed when "mark N" arrives on stdin
  *   ready                                  the session is still open; "close" on stdin ends it
  *   ok
  *
@@ -94,7 +95,9 @@ public final class ClusterLedger {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = r.readLine()) != null) {
-                    if (line.trim().equals("stop")) {
+                    if (line.startsWith("mark ")) {
+                        say(line.trim()); // everything printed before this was printed before the test's step
+                    } else if (line.trim().equals("stop")) {
                         stop = true;
                     } else if (line.trim().equals("close")) {
                         break;

@@ -13,6 +13,7 @@ stdout, one line each:
   state S session=0x..                       every connection state change kazoo reports
   final session=0x.. acked=N retries=R       after "stop"
   ack PATH DATA                              one per acknowledged write
+  mark N                                     echoed when "mark N" arrives on stdin
   ready                                      the session is still open: the test checks
                                              every node, then writes "close" on stdin
   ok                                         the session closed
@@ -45,7 +46,9 @@ def say(line):
 def watch_stdin():
     for line in sys.stdin:
         word = line.strip()
-        if word == "stop":
+        if word.startswith("mark "):
+            say(word)  # everything printed before this was printed before the test's step
+        elif word == "stop":
             stop.set()
         elif word == "close":
             close.set()

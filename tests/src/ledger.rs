@@ -75,6 +75,8 @@ struct Driven<'a> {
     label: &'a str,
     child: PipedChild,
     acked: usize,
+    /// `mark` lines sent (see [`Driven::fence`]).
+    marks: usize,
     report: LedgerReport,
     digests: DigestLedger,
 }
@@ -87,11 +89,7 @@ impl Driven<'_> {
         let mut next_sample = Instant::now();
         while self.acked < target {
             if let Some(l) = self.child.next_line(Duration::from_millis(50))? {
-                if let Some(n) = l.strip_prefix("acked ") {
-                    self.acked = n.parse().map_err(|e| format!("bad line {l:?}: {e}"))?;
-                } else if l.starts_with("state ") {
-                    self.report.states.push(l);
-                }
+                self.take(l)?;
             }
             if Instant::now() >= next_sample {
                 self.digests.sample(c)?;
@@ -108,6 +106,41 @@ impl Driven<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Counts an `acked N` line, keeps a `state` line; returns whether it was anything else.
+    fn take(&mut self, l: String) -> Result<Option<String>, String> {
+        if let Some(n) = l.strip_prefix("acked ") {
+            self.acked = n.parse().map_err(|e| format!("bad line {l:?}: {e}"))?;
+        } else if l.starts_with("state ") {
+            self.report.states.push(l);
+        } else {
+            return Ok(Some(l));
+        }
+        Ok(None)
+    }
+
+    /// Reads everything the client printed before it read `mark N` from stdin (sent now), so
+    /// that the next step counts only writes the client finished after this point. Without
+    /// it, acknowledgements still in the pipe from before a kill satisfy the step after it:
+    /// the loop then kills the next leader while the client is still reconnecting from the
+    /// last kill, and the client reports one disconnect for both.
+    fn fence(&mut self, what: &str) -> Result<usize, String> {
+        self.marks += 1;
+        let mark = format!("mark {}", self.marks);
+        self.child.send(&mark)?;
+        let (before, until) = (self.acked, Instant::now() + STEP_WAIT);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("{}: no {mark:?} echoed ({what})\n{}", self.label, self.child.log_tail(30)));
+            }
+            if let Some(l) = self.child.next_line(left.min(Duration::from_millis(200)))? {
+                if self.take(l)?.is_some_and(|l| l == mark) {
+                    return Ok(self.acked - before);
+                }
+            }
+        }
     }
 
     /// Stops the writes and reads the client's ledger.
@@ -150,7 +183,8 @@ pub fn run(
     eprintln!("{label}: connect string {connect} (order {order:?} from seed {})", plan.seed);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let child = PipedChild::spawn(label, client.arg(&connect), &dir.path().join("client.log"))?;
-    let mut d = Driven { label, child, acked: 0, report: LedgerReport::default(), digests: DigestLedger::default() };
+    let mut d =
+        Driven { label, child, acked: 0, marks: 0, report: LedgerReport::default(), digests: DigestLedger::default() };
     let first = d.child.read_until(STEP_WAIT, |l| l.starts_with("start "))?;
     d.report.states.extend(first.iter().filter(|l| l.starts_with("state ")).cloned());
     d.report.start_session = session_of(first.last().expect("one line"));
@@ -160,8 +194,11 @@ pub fn run(
         eprintln!("{label}: round {round}: killing leader {leader} at {} acknowledged writes", d.acked);
         c.kill(leader);
         d.report.killed.push(leader);
+        let late = d.fence("after the kill")?;
+        eprintln!("{label}: round {round}: {late} acknowledgements were still in the pipe at the kill");
         d.step(c, plan.acks_per_step, "after the kill")?;
         c.restart(leader)?;
+        d.fence("after the restart")?;
         d.step(c, plan.acks_per_step, "after the restart")?;
     }
     d.finish()?;

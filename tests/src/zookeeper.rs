@@ -28,7 +28,7 @@ const LOG_JARS: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/ja
 
 /// Attempts at binding a fresh port: [`free_port`] can race with another
 /// process grabbing the same port before the JVM binds it.
-const BIND_ATTEMPTS: usize = 3;
+pub(crate) const BIND_ATTEMPTS: usize = 3;
 
 const LOG4J_PROPERTIES: &str = "\
 log4j.rootLogger=INFO, CONSOLE

@@ -14,7 +14,7 @@ use crate::cluster_control::ClusterControl;
 use crate::env::{self, ZOOKEEPER_JAR};
 use crate::net::{self, free_port};
 use crate::process::ServerChild;
-use crate::zookeeper::{cfg_lines, is_serving, spawn_jvm, startup_timeout, ZooKeeperConfig};
+use crate::zookeeper::{cfg_lines, is_serving, spawn_jvm, startup_timeout, ZooKeeperConfig, BIND_ATTEMPTS};
 
 /// Servers in the ensemble.
 pub const SIZE: usize = 3;
@@ -41,10 +41,26 @@ impl ZooKeeperEnsemble {
         if !env::zookeeper_installed() {
             return Err(format!("Debian ZooKeeper not installed ({ZOOKEEPER_JAR} or java missing)"));
         }
+        // A port can be taken between free_port and the JVM's bind (by another test's server
+        // or by an outgoing connection's ephemeral port): then start over on fresh ports.
+        let mut attempt = 1;
+        loop {
+            match Self::start_on_fresh_ports() {
+                Err(e) if attempt < BIND_ATTEMPTS && e.contains("Address already in use") => {
+                    eprintln!(
+                        "ZooKeeper ensemble: a port was taken before its JVM bound it, attempt {attempt}: retrying"
+                    );
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on_fresh_ports() -> Result<ZooKeeperEnsemble, String> {
         let config = ZooKeeperConfig::default();
         let dir = tempfile::Builder::new().prefix("testkeeper-zk3-").tempdir().map_err(|e| e.to_string())?;
-        // Client, quorum and election port per server. A port can be taken between free_port
-        // and the JVM's bind; the startup check then reports it.
+        // Client, quorum and election port per server.
         let ports: Vec<(u16, u16, u16)> = (0..SIZE).map(|_| (free_port(), free_port(), free_port())).collect();
         let peers: String =
             ports.iter().enumerate().map(|(i, (_, q, e))| format!("server.{}=127.0.0.1:{q}:{e}\n", i + 1)).collect();
