@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::env::testkeeper_bin;
 use crate::process::{run_bounded, BoundedOutput};
@@ -47,8 +47,19 @@ impl SledLog {
     /// Opens `DATA_DIR/log` (the server must not be running: sled locks the directory).
     pub fn open(data_dir: &Path) -> SledLog {
         let path = data_dir.join("log");
-        let db = sled::open(&path).unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
-        SledLog { db }
+        // A `SledLog` dropped just before still holds the lock for a moment: sled's background
+        // writers keep the database's files open until their last write ends (seen on a loaded
+        // CI machine as "could not acquire lock" right after the previous handle's drop).
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            match sled::open(&path) {
+                Ok(db) => return SledLog { db },
+                Err(e) if e.to_string().contains("could not acquire lock") && Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("opening {}: {e}", path.display()),
+            }
+        }
     }
 
     /// Every record held, by index, as stored.
