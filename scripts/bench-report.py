@@ -272,6 +272,15 @@ def cluster_bench(ops, rounds):
     return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds)
 
 
+def leaders_note(leaders):
+    """Where the sessions ran: the followers first, in both clusters (cli/src/bench/cluster.rs)."""
+    if not leaders:
+        return ""
+    return (", the two followers first, in both clusters alike (so one session writes through a follower, "
+            f"which forwards to the leader; testkeeper's member {leaders['testkeeper']} and ZooKeeper's member "
+            f"{leaders['zookeeper']} led)")
+
+
 def cluster_section(c):
     """Lines of the doc's section on the cluster comparison (or why there is none)."""
     L = [CLUSTER_TITLE + "\n"]
@@ -283,10 +292,11 @@ def cluster_section(c):
     where = (f"on this 2-core machine (load average {load:.1f} when it ended)" if load is not None
              else "on this shared 2-core machine")
     L.append(f"`testkeeper bench --cluster` (`cli/src/bench/cluster.rs`), run {run_at} {where}: three "
-             "`testkeeper serve --id N --peers ...` processes (keeper flavor, in memory, default Raft timings: "
-             "20 ms ticks, election after 10-14 ticks, a distinct offset per node) "
+             "`testkeeper serve --id N --peers ...` processes (keeper flavor, in memory, default threads (one per core) and "
+             "Raft timings: 20 ms ticks, election after 10-14 ticks, a distinct offset per node) "
              "against three ZooKeeper 3.8 JVMs (Debian's package, `forceSync=no`, tickTime 2000, -Xmx1000m), "
-             "all six on this machine's loopback. Sessions are spread over the three members in turn; rounds "
+             "all six on this machine's loopback. Sessions are spread over the three members in turn"
+             + leaders_note(c.get("leaders_at_start")) + "; rounds "
              f"alternate between the clusters (A B, B A, ...), {cfg['rounds']} per cluster, {cfg['ops']} ops per "
              f"round after {cfg['warmup']} unmeasured ones, {cfg['value_size']} B values over {cfg['keys']} keys, "
              f"seed {cfg['seed']}; ratios (testkeeper / ZooKeeper) are medians of per-round ratios.\n")

@@ -91,7 +91,14 @@ fn main() -> ExitCode {
         &cli.log_format,
         matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
     );
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = match &cli.command {
+        Command::Serve(args) => args.worker_threads(),
+        _ => None,
+    } {
+        builder.worker_threads(n);
+    }
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("testkeeper: cannot start the runtime: {e}");

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// port 0 picks a free port (the real one is printed on stderr).
     #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub http: Option<SocketAddr>,
+    /// Threads that serve clients, and on a cluster node its peers and, in memory, its Raft
+    /// driver (tokio workers; default: one per core). See docs/cluster.md, "Threads".
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     #[command(flatten)]
     pub storage: crate::serve_storage::StorageArgs,
     #[command(flatten)]
@@ -91,6 +95,12 @@ fn parse_flavor(s: &str) -> Result<Flavor, String> {
 }
 
 impl ServeArgs {
+    /// The runtime's worker threads: `--threads`, or the runtime's default (`None`: one per
+    /// core, or `TOKIO_WORKER_THREADS`).
+    pub fn worker_threads(&self) -> Option<usize> {
+        self.threads.map(usize::from)
+    }
+
     /// The configuration these flags describe.
     ///
     /// # Errors

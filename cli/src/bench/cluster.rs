@@ -62,28 +62,42 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
     })
     .await
     .map_err(|e| e.to_string())??;
-    for e in &clusters {
+    // Sessions go to the members in turn, the followers first, in both clusters alike: whether
+    // a lone session sits on the leader (its write crosses one round trip to the followers) or
+    // on a follower (forwarded to the leader first) moves its figures a lot, and which member
+    // leads differs between runs. A follower is where most of a cluster's clients are.
+    let mut leaders = Vec::new();
+    let mut placed: Vec<Vec<SocketAddr>> = Vec::new();
+    for e in &mut clusters {
+        let leader = tokio::task::block_in_place(|| e.await_whole())?;
         println!(
-            "  {:<10} members {}",
+            "  {:<10} members {} (member {} leads)",
             e.label,
-            e.addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(",")
+            e.addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(","),
+            leader + 1
         );
+        let mut order: Vec<SocketAddr> = (0..SIZE).filter(|i| *i != leader).map(|i| e.addrs[i]).collect();
+        order.push(e.addrs[leader]);
+        placed.push(order);
+        leaders.push(leader + 1);
     }
     let mut workloads = Vec::new();
     for (name, mix) in [("writes", "set=100"), ("reads", "get=100")] {
         for &sessions in &plan.sessions {
-            workloads.push(throughput(&clusters, plan, name, mix, sessions).await?);
+            workloads.push(throughput(&clusters, &placed, plan, name, mix, sessions).await?);
         }
     }
     let failover = failovers(&mut clusters, plan).await?;
     drop(clusters);
     let start = starts(plan.rounds.max(3), seed).await?;
-    Ok(json!({ "workloads": workloads, "failover": failover, "start": start }))
+    let leaders = json!({ "testkeeper": leaders[0], "zookeeper": leaders[1] });
+    Ok(json!({ "workloads": workloads, "failover": failover, "start": start, "leaders_at_start": leaders }))
 }
 
 /// One workload at one session count on both clusters, rounds alternating.
 async fn throughput(
     clusters: &[Ensemble; 2],
+    placed: &[Vec<SocketAddr>],
     plan: &ClusterPlan,
     name: &str,
     mix: &str,
@@ -99,8 +113,8 @@ async fn throughput(
     };
     if plan.warmup > 0 {
         let warm = LoadConfig { ops: plan.warmup, ..cfg.clone() };
-        for e in clusters {
-            load::run_on(&e.addrs, &warm, plan.seed ^ 0x5757)
+        for (e, addrs) in clusters.iter().zip(placed) {
+            load::run_on(addrs, &warm, plan.seed ^ 0x5757)
                 .await
                 .map_err(|err| format!("{} warm-up: {err}", e.label))?;
         }
@@ -110,7 +124,7 @@ async fn throughput(
         let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let e = &clusters[i];
-            let (rec, elapsed) = load::run_on(&e.addrs, &cfg, plan.seed.wrapping_add(r as u64)).await?;
+            let (rec, elapsed) = load::run_on(&placed[i], &cfg, plan.seed.wrapping_add(r as u64)).await?;
             if rec.unexpected_errors() > 0 {
                 return Err(format!("{} {name} x{sessions}: {}", e.label, rec.describe_errors()));
             }

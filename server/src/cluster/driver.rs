@@ -1,4 +1,5 @@
-//! One node's Raft driver: the one thread that owns `RawNode` and its storage. It ticks,
+//! One node's Raft driver: the one owner of `RawNode` and its storage, on a thread of its own
+//! or as a task on a runtime (`ClusterConfig::driver_runtime`). It ticks,
 //! steps messages, handles every `Ready` in raft-rs's documented order (messages, snapshot,
 //! committed entries, append with the hard state, flush, persisted messages, advance, the
 //! light ready, advance_apply), and, while it leads, decides proposals with the proposer and
@@ -6,7 +7,8 @@
 //! waits, and a proposal that cannot be placed is refused with the error Keeper gives.
 //!
 //! # Layout
-//! - this file: the thread, its loop, and the inputs it steps (peers' messages, proposals).
+//! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
+//!   proposals).
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
 //! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
@@ -17,7 +19,6 @@ mod role;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ pub struct Driver {
     node: RawNode<RaftStore>,
     net: Arc<dyn Transport>,
     shared: Weak<Shared>,
-    rx: Receiver<Input>,
+    rx: flume::Receiver<Input>,
     tick: Duration,
     /// The proposer, while this node leads and has applied everything before its term.
     proposer: Option<Proposer>,
@@ -73,27 +74,48 @@ pub struct Driver {
     ticks: u64,
 }
 
-/// A running driver: its input channel and thread.
+/// A running driver: its input channel, and its thread or task.
 pub struct DriverHandle {
-    pub tx: Sender<Input>,
+    pub tx: flume::Sender<Input>,
     /// While true the driver neither ticks nor reads its input (a paused process).
     pub paused: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    runs: Runs,
+}
+
+enum Runs {
+    Thread(JoinHandle<()>),
+    Task(tokio::task::JoinHandle<()>),
+    Stopped,
 }
 
 impl DriverHandle {
-    /// Stops the driver and waits for its thread.
-    pub fn stop(&mut self) {
+    /// Stops the driver and waits until it has.
+    pub async fn stop(&mut self) {
         let _ = self.tx.send(Input::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match std::mem::replace(&mut self.runs, Runs::Stopped) {
+            Runs::Thread(t) => {
+                let _ = tokio::task::spawn_blocking(move || t.join()).await;
+            }
+            Runs::Task(t) => {
+                let _ = t.await;
+            }
+            Runs::Stopped => {}
         }
     }
 }
 
 impl Drop for DriverHandle {
     fn drop(&mut self) {
-        self.stop();
+        // A handle dropped without `stop`: a thread is waited for (it ends at its next turn),
+        // a task is cancelled (a drop cannot wait for it).
+        let _ = self.tx.send(Input::Stop);
+        match std::mem::replace(&mut self.runs, Runs::Stopped) {
+            Runs::Thread(t) => {
+                let _ = t.join();
+            }
+            Runs::Task(t) => t.abort(),
+            Runs::Stopped => {}
+        }
     }
 }
 
@@ -108,8 +130,8 @@ pub fn spawn(
     applied: u64,
     net: Arc<dyn Transport>,
     shared: &Arc<Shared>,
-    tx: Sender<Input>,
-    rx: Receiver<Input>,
+    tx: flume::Sender<Input>,
+    rx: flume::Receiver<Input>,
 ) -> Result<DriverHandle, String> {
     let rc = super::timing::raft_config(cfg, applied);
     rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
@@ -143,18 +165,30 @@ pub fn spawn(
     // is already in it), not zeros until the first tick.
     d.publish();
     let paused = d.paused.clone();
-    let thread = std::thread::Builder::new()
-        .name(format!("testkeeper-raft-{}", cfg.id))
-        .spawn(move || d.run())
-        .map_err(|e| format!("spawning the raft thread: {e}"))?;
-    Ok(DriverHandle { tx, paused, thread: Some(thread) })
+    let runs = if let Some(rt) = &cfg.driver_runtime {
+        Runs::Task(rt.spawn(d.run_as_task()))
+    } else {
+        let thread = std::thread::Builder::new()
+            .name(format!("testkeeper-raft-{}", cfg.id))
+            .spawn(move || d.run())
+            .map_err(|e| format!("spawning the raft thread: {e}"))?;
+        Runs::Thread(thread)
+    };
+    Ok(DriverHandle { tx, paused, runs })
+}
+
+/// What woke the driver.
+enum Woke {
+    Input(Input),
+    Timeout,
+    Closed,
 }
 
 impl Driver {
+    /// The driver on its own thread.
     fn run(mut self) {
         let mut next_tick = Instant::now() + self.tick;
-        self.campaign_early();
-        if !self.ready() {
+        if !self.start() {
             return;
         }
         loop {
@@ -164,37 +198,82 @@ impl Driver {
                 continue;
             }
             let wait = next_tick.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(wait) {
-                Ok(Input::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Ok(input) => {
-                    self.input(input);
-                    // Take whatever else already queued before handling the Ready: one
-                    // append and one flush for many proposals.
-                    while let Ok(more) = self.rx.try_recv() {
-                        if matches!(more, Input::Stop) {
-                            return;
-                        }
-                        self.input(more);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-            }
-            let now = Instant::now();
-            if now >= next_tick {
-                // Ticks missed while this thread was starved are not made up: ten catch-up ticks
-                // in a row would start an election before the leader's heartbeat, already
-                // queued, is read (on a loaded machine every node of an embedded cluster
-                // stalls at once, and re-elected for nothing).
-                next_tick = (next_tick + self.tick).max(now);
-                self.node.tick();
-                self.ticks += 1;
-                self.campaign_early();
-                self.on_tick();
-            }
-            if !self.ready() {
+            let woke = match self.rx.recv_timeout(wait) {
+                Ok(input) => Woke::Input(input),
+                Err(flume::RecvTimeoutError::Timeout) => Woke::Timeout,
+                Err(flume::RecvTimeoutError::Disconnected) => Woke::Closed,
+            };
+            if !self.turn(woke, &mut next_tick) {
                 return;
             }
         }
+    }
+
+    /// The driver as a task: the same turns, but a message from a peer (read by a task on the
+    /// same runtime) reaches it without waking another thread, and its own messages go out the
+    /// same way (on a machine with few cores, those hand-offs were most of a replicated
+    /// write's cost).
+    async fn run_as_task(mut self) {
+        let mut next_tick = Instant::now() + self.tick;
+        if !self.start() {
+            return;
+        }
+        loop {
+            if self.paused.load(Ordering::Acquire) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                next_tick = Instant::now() + self.tick;
+                continue;
+            }
+            let woke = match tokio::time::timeout_at(next_tick.into(), self.rx.recv_async()).await {
+                Ok(Ok(input)) => Woke::Input(input),
+                Err(_) => Woke::Timeout,
+                Ok(Err(_)) => Woke::Closed,
+            };
+            if !self.turn(woke, &mut next_tick) {
+                return;
+            }
+            // A driver whose input never runs dry would otherwise keep its worker from the
+            // clients' tasks queued behind it: yield once its share of the scheduler is spent.
+            tokio::task::coop::consume_budget().await;
+        }
+    }
+
+    fn start(&mut self) -> bool {
+        self.campaign_early();
+        self.ready()
+    }
+
+    /// One turn of the loop: the input that woke the driver and whatever queued behind it,
+    /// the tick if it is due, then the `Ready`. Returns false once the driver must stop.
+    fn turn(&mut self, woke: Woke, next_tick: &mut Instant) -> bool {
+        match woke {
+            Woke::Input(Input::Stop) | Woke::Closed => return false,
+            Woke::Input(input) => {
+                self.input(input);
+                // Take whatever else already queued before handling the Ready: one append
+                // and one flush for many proposals.
+                while let Ok(more) = self.rx.try_recv() {
+                    if matches!(more, Input::Stop) {
+                        return false;
+                    }
+                    self.input(more);
+                }
+            }
+            Woke::Timeout => {}
+        }
+        let now = Instant::now();
+        if now >= *next_tick {
+            // Ticks missed while the driver was starved are not made up: ten catch-up ticks in
+            // a row would start an election before the leader's heartbeat, already queued, is
+            // read (on a loaded machine every node of an embedded cluster stalls at once, and
+            // re-elected for nothing).
+            *next_tick = (*next_tick + self.tick).max(now);
+            self.node.tick();
+            self.ticks += 1;
+            self.campaign_early();
+            self.on_tick();
+        }
+        self.ready()
     }
 
     /// Stands for election now if this is one of the fresh node's early ticks and no leader

@@ -14,8 +14,8 @@
 //! - `message`: what nodes send each other, and its encoding.
 //! - `net`: the transports: an in-memory network with seeded faults, and TCP.
 //! - `store`: raft-rs's `Storage` over our `Log` and snapshots.
-//! - `driver`: the one thread that owns `RawNode`, handles `Ready` in raft-rs's order, and
-//!   proposes as the leader.
+//! - `driver`: the one owner of `RawNode` (a thread, or a task on the node's runtime),
+//!   handles `Ready` in raft-rs's order, and proposes as the leader.
 //! - `replica`: the engine's side: roles, forwarded failures, sync, touches, fail-stop.
 //! - `info`: the Raft log and followers as the driver publishes them (`mntr`, `lgif`, `/ready`).
 //! - `node`: one node assembled (engine, storage, driver, client listener).
@@ -39,7 +39,6 @@ pub mod tap;
 mod timing;
 
 use std::collections::BTreeMap;
-use std::sync::mpsc::Sender;
 
 use testkeeper_core::propose::Proposal;
 
@@ -71,6 +70,9 @@ pub struct ClusterConfig {
     /// Keeper's `stale_log_gap`: a follower at least this many entries behind the leader's
     /// last index is not counted in keeper flavor's `zk_synced_followers`.
     pub stale_log_gap: u64,
+    /// Run the driver as a task on this runtime instead of on a thread of its own (best with
+    /// the peers' and clients' connections on the same thread: docs/cluster.md, "Threads").
+    pub driver_runtime: Option<tokio::runtime::Handle>,
 }
 
 impl ClusterConfig {
@@ -84,6 +86,7 @@ impl ClusterConfig {
             heartbeat_ticks: 2,
             seed: 0,
             stale_log_gap: DEFAULT_STALE_LOG_GAP,
+            driver_runtime: None,
         }
     }
 
@@ -138,7 +141,7 @@ pub enum Input {
 #[derive(Debug, Clone)]
 pub struct Link {
     pub node: NodeId,
-    pub(crate) tx: Sender<Input>,
+    pub(crate) tx: flume::Sender<Input>,
 }
 
 impl Link {

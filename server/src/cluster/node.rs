@@ -4,7 +4,6 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::mpsc;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -43,7 +42,7 @@ impl Node {
         cc: &ClusterConfig,
         clock: Clock,
         net: Arc<dyn Transport>,
-        attach: impl FnOnce(NodeId, mpsc::Sender<Input>),
+        attach: impl FnOnce(NodeId, flume::Sender<Input>),
     ) -> io::Result<Node> {
         let listener = TcpListener::bind(cfg.listen).await?;
         let addr = listener.local_addr()?;
@@ -73,7 +72,7 @@ impl Node {
         }
         let voters: Vec<NodeId> = cc.peers.keys().copied().collect();
         let store = RaftStore::new(log, voters, snap).map_err(|e| invalid(e.to_string()))?;
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = flume::unbounded();
         engine.join_cluster(Replica::new(Link { node: cc.id, tx: tx.clone() }));
         let shared = Shared::new(cfg, engine);
         attach(cc.id, tx.clone());
@@ -149,7 +148,7 @@ impl Node {
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }
-        self.driver.stop();
+        self.driver.stop().await;
         if kill {
             self.shared.abandon();
         } else {

@@ -314,7 +314,7 @@ mod tests {
     /// A follower of leader 2 in term 1 with one client connection, and that connection's queue.
     fn follower(flavor: Flavor) -> (Engine, tokio::sync::mpsc::UnboundedReceiver<Out>) {
         let mut e = Engine::new(Arc::new(ServerConfig::new(flavor)), Clock::manual(0));
-        let (tx, _) = std::sync::mpsc::channel();
+        let (tx, _) = flume::unbounded();
         e.join_cluster(Replica::new(Link { node: 1, tx }));
         let (out, rx) = tokio::sync::mpsc::unbounded_channel();
         e.add_conn("127.0.0.1:1".parse().unwrap(), out, crate::engine::backlog::Backlog::new(0));

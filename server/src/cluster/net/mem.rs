@@ -4,7 +4,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,7 +54,7 @@ impl Ord for Pending {
 }
 
 struct Net {
-    nodes: HashMap<NodeId, Sender<Input>>,
+    nodes: HashMap<NodeId, flume::Sender<Input>>,
     /// Links cut both ways, as (smaller id, larger id).
     cut: BTreeSet<(NodeId, NodeId)>,
     faults: HashMap<(NodeId, NodeId), LinkFaults>,
@@ -107,7 +106,7 @@ impl MemNet {
     }
 
     /// Connects (or reconnects, after a restart) node `id`'s input channel.
-    pub fn attach(&self, id: NodeId, tx: Sender<Input>) {
+    pub fn attach(&self, id: NodeId, tx: flume::Sender<Input>) {
         self.net().nodes.insert(id, tx);
     }
 

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,7 +58,7 @@ impl TcpNet {
     pub async fn start(
         listen: SocketAddr,
         peers: BTreeMap<NodeId, String>,
-        input: Sender<Input>,
+        input: flume::Sender<Input>,
     ) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
         let (net, bound) = Self::bind(listen, peers).await?;
         net.attach(input);
@@ -68,7 +67,7 @@ impl TcpNet {
 
     /// Starts accepting peers' connections, handing every message to `input`. A second call
     /// does nothing (the listener is taken by the first).
-    pub fn attach(&self, input: Sender<Input>) {
+    pub fn attach(&self, input: flume::Sender<Input>) {
         let Some(listener) = self.listener.lock().expect("tcp listener").take() else { return };
         self.rt.spawn(async move {
             loop {
@@ -106,7 +105,7 @@ impl TcpNet {
 /// Bytes of frames written in one `write` (what queued while the last one was written).
 const WRITE_BATCH: usize = 256 * 1024;
 
-async fn read_frames(s: TcpStream, input: &Sender<Input>) -> io::Result<()> {
+async fn read_frames(s: TcpStream, input: &flume::Sender<Input>) -> io::Result<()> {
     let _ = s.set_nodelay(true);
     // Buffered: a frame's length and body, and the frames behind it, in one read.
     let mut s = tokio::io::BufReader::with_capacity(64 * 1024, s);
@@ -179,15 +178,13 @@ impl Transport for TcpNet {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
-
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn messages_cross_between_two_nodes_and_survive_a_late_listener() {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let (tx1, rx1) = mpsc::channel();
-        let (tx2, rx2) = mpsc::channel();
+        let (tx1, rx1) = flume::unbounded();
+        let (tx2, rx2) = flume::unbounded();
         // Node 2 binds first and attaches late: node 1's frames wait in the kernel meanwhile.
         let (n2, a2) = TcpNet::bind(any, BTreeMap::new()).await.unwrap();
         let (n1, a1) = TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), tx1).await.unwrap();
