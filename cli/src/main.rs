@@ -92,11 +92,11 @@ fn main() -> ExitCode {
         matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
     );
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = match &cli.command {
-        Command::Serve(args) => args.worker_threads(),
-        _ => None,
-    } {
-        builder.worker_threads(n);
+    // Without --threads, tokio's default: one per core, or TOKIO_WORKER_THREADS.
+    if let Command::Serve(args) = &cli.command {
+        if let Some(n) = args.threads {
+            builder.worker_threads(n.into());
+        }
     }
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,

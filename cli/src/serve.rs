@@ -95,12 +95,6 @@ fn parse_flavor(s: &str) -> Result<Flavor, String> {
 }
 
 impl ServeArgs {
-    /// The runtime's worker threads: `--threads`, or the runtime's default (`None`: one per
-    /// core, or `TOKIO_WORKER_THREADS`).
-    pub fn worker_threads(&self) -> Option<usize> {
-        self.threads.map(usize::from)
-    }
-
     /// The configuration these flags describe.
     ///
     /// # Errors

@@ -202,13 +202,11 @@ fn resolve(hp: &str) -> Result<SocketAddr, String> {
 /// Bad flags, an address that cannot be bound, a data directory that does not recover, or
 /// the node's fail-stop.
 pub async fn run(args: ServeArgs) -> Result<(), String> {
-    let Plan { cfg, cc, raft_listen, http } = plan(&args)?;
-    let mut cc = cc;
+    let Plan { cfg, mut cc, raft_listen, http } = plan(&args)?;
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     // In memory the driver never blocks, so it runs as a task among the clients' and the
-    // peers' connections (on one thread unless --threads says more): a message between them
-    // is a task switch, not a thread wake-up. With a data directory it waits for the disk on
-    // a thread of its own.
+    // peers' connections: a message between them is mostly a task switch, not a thread
+    // wake-up. With a data directory it waits for the disk on a thread of its own.
     if cfg.data_dir.is_none() {
         cc.driver_runtime = Some(tokio::runtime::Handle::current());
     }

@@ -47,9 +47,9 @@ impl SledLog {
     /// Opens `DATA_DIR/log` (the server must not be running: sled locks the directory).
     pub fn open(data_dir: &Path) -> SledLog {
         let path = data_dir.join("log");
-        // A `SledLog` dropped just before still holds the lock for a moment: sled's background
-        // writers keep the database's files open until their last write ends (seen on a loaded
-        // CI machine as "could not acquire lock" right after the previous handle's drop).
+        // A `SledLog` dropped just before can still hold the lock for a moment (seen on a
+        // loaded CI machine as "could not acquire lock" right after the previous handle's
+        // drop). sled reports it only in the message (an `ErrorKind::Other` error).
         let until = Instant::now() + Duration::from_secs(10);
         loop {
             match sled::open(&path) {

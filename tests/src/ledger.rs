@@ -108,16 +108,14 @@ impl Driven<'_> {
         Ok(())
     }
 
-    /// Counts an `acked N` line, keeps a `state` line; returns whether it was anything else.
-    fn take(&mut self, l: String) -> Result<Option<String>, String> {
+    /// Counts an `acked N` line, keeps a `state` line (anything else is not the loop's).
+    fn take(&mut self, l: String) -> Result<(), String> {
         if let Some(n) = l.strip_prefix("acked ") {
             self.acked = n.parse().map_err(|e| format!("bad line {l:?}: {e}"))?;
         } else if l.starts_with("state ") {
             self.report.states.push(l);
-        } else {
-            return Ok(Some(l));
         }
-        Ok(None)
+        Ok(())
     }
 
     /// Reads everything the client printed before it read `mark N` from stdin (sent now), so
@@ -129,18 +127,13 @@ impl Driven<'_> {
         self.marks += 1;
         let mark = format!("mark {}", self.marks);
         self.child.send(&mark)?;
-        let (before, until) = (self.acked, Instant::now() + STEP_WAIT);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(format!("{}: no {mark:?} echoed ({what})\n{}", self.label, self.child.log_tail(30)));
-            }
-            if let Some(l) = self.child.next_line(left.min(Duration::from_millis(200)))? {
-                if self.take(l)?.is_some_and(|l| l == mark) {
-                    return Ok(self.acked - before);
-                }
-            }
+        let before = self.acked;
+        let lines = (self.child.read_until(STEP_WAIT, |l| l == mark))
+            .map_err(|e| format!("{}: no {mark:?} echoed ({what}): {e}", self.label))?;
+        for l in lines {
+            self.take(l)?;
         }
+        Ok(self.acked - before)
     }
 
     /// Stops the writes and reads the client's ledger.

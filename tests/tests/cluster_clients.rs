@@ -112,24 +112,25 @@ fn check(flavor: &str, label: &str, r: &LedgerReport) {
 
 fn embedded(flavor: &str, client: &str, cmd: &mut Command) {
     let seed = seed();
-    let label = format!("{client} on an embedded {flavor} cluster");
     let mut c = EmbeddedCluster::start(3, flavor, seed).unwrap_or_else(|e| panic!("{e}"));
-    c.await_leader(std::time::Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}"));
-    let r = ledger::run(&mut c, &label, cmd, plan(seed)).unwrap_or_else(|e| panic!("{e}"));
-    check(flavor, &label, &r);
+    kill_loop(&mut c, flavor, &format!("{client} on an embedded {flavor} cluster"), cmd, seed);
 }
 
 /// Three `serve --id N --peers ...` processes, each on its own data directory (a killed node
 /// comes back with its Raft log and vote, as Raft requires).
 fn processes(flavor: &str, client: &str, cmd: &mut Command) {
     let seed = seed();
-    let label = format!("{client} on {flavor} serve processes");
     let mut o = ClusterOptions::new(flavor);
     (o.seed, o.data_dirs) = (seed, true);
     let mut c = TestkeeperCluster::start(&o).unwrap_or_else(|e| panic!("{e}"));
-    ClusterControl::await_leader(&mut c, std::time::Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}"));
-    let r = ledger::run(&mut c, &label, cmd, plan(seed)).unwrap_or_else(|e| panic!("{e}"));
-    check(flavor, &label, &r);
+    kill_loop(&mut c, flavor, &format!("{client} on {flavor} serve processes"), cmd, seed);
+}
+
+/// The client's ledger through the leader kills on `c`, once it has a leader; then the checks.
+fn kill_loop(c: &mut dyn ClusterControl, flavor: &str, label: &str, cmd: &mut Command, seed: u64) {
+    c.await_leader(std::time::Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}"));
+    let r = ledger::run(c, label, cmd, plan(seed)).unwrap_or_else(|e| panic!("{e}"));
+    check(flavor, label, &r);
 }
 
 #[test]

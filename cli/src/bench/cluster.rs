@@ -76,9 +76,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
             e.addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(","),
             leader + 1
         );
-        let mut order: Vec<SocketAddr> = (0..SIZE).filter(|i| *i != leader).map(|i| e.addrs[i]).collect();
-        order.push(e.addrs[leader]);
-        placed.push(order);
+        placed.push([e.followers(leader), vec![e.addrs[leader]]].concat());
         leaders.push(leader + 1);
     }
     let mut workloads = Vec::new();
@@ -198,7 +196,7 @@ async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Result<V
 /// acknowledged within [`FAILOVER_LIMIT`].
 async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Duration>, String> {
     let leader = tokio::task::block_in_place(|| e.await_whole())?;
-    let survivors: Vec<SocketAddr> = (0..SIZE).filter(|i| *i != leader).map(|i| e.addrs[i]).collect();
+    let survivors = e.followers(leader);
     let prefix = format!("/bench-failover-{seed:016x}-{round}");
     let first = connect(survivors[0]).await?;
     // A member restarted by the round before may still be catching up (an in-memory one

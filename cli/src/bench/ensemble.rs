@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::spawn::{four_letter_word, free_port, zookeeper_jvm, STARTUP_TIMEOUT, ZOOKEEPER_JAR};
+use super::spawn::{four_letter_word, free_port, mntr_value, zookeeper_jvm, STARTUP_TIMEOUT, ZOOKEEPER_JAR};
 
 /// Members of each cluster.
 pub const SIZE: usize = 3;
@@ -109,6 +109,11 @@ impl Ensemble {
         srvr.lines().find_map(|l| l.strip_prefix("Mode: ")).map(|m| m.trim().to_string())
     }
 
+    /// Every member's client address but the leader's (index `leader`), in member order.
+    pub fn followers(&self, leader: usize) -> Vec<SocketAddr> {
+        (0..SIZE).filter(|i| *i != leader).map(|i| self.addrs[i]).collect()
+    }
+
     /// The index of the member that says it leads, if one does.
     pub fn leader(&self) -> Option<usize> {
         (0..SIZE).find(|i| self.children[*i].is_some() && self.role(*i).as_deref() == Some("leader"))
@@ -148,10 +153,7 @@ impl Ensemble {
         if self.kind != Kind::Testkeeper {
             return true;
         }
-        let applied = |i: usize| -> Option<String> {
-            let mntr = four_letter_word(self.addrs[i], "mntr").ok()?;
-            mntr.lines().find_map(|l| l.strip_prefix("zk_last_applied_index\t")).map(str::to_string)
-        };
+        let applied = |i: usize| mntr_value(self.addrs[i], "last_applied_index", Duration::from_secs(2)).ok();
         let seen: Vec<Option<String>> = (0..SIZE).filter(|i| self.children[*i].is_some()).map(applied).collect();
         seen.iter().all(|a| a.is_some() && *a == seen[0])
     }

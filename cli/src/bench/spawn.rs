@@ -100,6 +100,13 @@ pub fn four_letter_word_within(addr: SocketAddr, word: &str, timeout: Duration) 
     Ok(out)
 }
 
+/// `zk_<key>` from `mntr`, waiting up to `timeout` for the answer.
+pub fn mntr_value(addr: SocketAddr, key: &str, timeout: Duration) -> Result<String, String> {
+    let text = four_letter_word_within(addr, "mntr", timeout).map_err(|e| format!("mntr: {e}"))?;
+    let prefix = format!("zk_{key}\t");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).ok_or_else(|| format!("no {key} in mntr"))
+}
+
 /// VmRSS of a process in bytes, from /proc/PID/status.
 pub fn rss_bytes(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -24,7 +24,7 @@ use testkeeper_wire::records::create::create_mode;
 use testkeeper_wire::Acl;
 
 use super::load;
-use super::spawn::{self, four_letter_word_within, temp_data_dir, Spawned, TkOptions};
+use super::spawn::{self, four_letter_word_within, mntr_value, temp_data_dir, Spawned, TkOptions};
 use super::stats::median;
 
 /// Snapshots taken of the populated tree.
@@ -49,12 +49,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
 
 /// `zk_<key>` from `mntr`.
 async fn mntr(addr: SocketAddr, key: &'static str) -> Result<String, String> {
-    let text = blocking(move || {
-        four_letter_word_within(addr, "mntr", Duration::from_secs(120)).map_err(|e| format!("mntr: {e}"))
-    })
-    .await?;
-    let prefix = format!("zk_{key}\t");
-    text.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).ok_or_else(|| format!("no {key} in mntr"))
+    blocking(move || mntr_value(addr, key, Duration::from_secs(120))).await
 }
 
 async fn mntr_u64(addr: SocketAddr, key: &'static str) -> Result<u64, String> {
