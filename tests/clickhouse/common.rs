@@ -240,10 +240,17 @@ impl WireLog {
 
     /// The distinct `(op, reply error)` pairs seen, sub-ops of a multi
     /// included as `multi/<op>`: a timing-independent fingerprint of how a
-    /// client used a server, for comparing one server with another.
+    /// client used a server, for comparing one server with another. A close
+    /// left unanswered is not in it: whether a server answers a close before
+    /// it sees the client hang up is a race (a fresh-clone CI run once saw
+    /// ZooKeeper 3.8 end chdb's connection without answering its close, where
+    /// every other run answered it).
     pub fn op_errors(&self) -> BTreeSet<(String, String)> {
         let mut set = BTreeSet::new();
         for w in self.ops() {
+            if w.err.is_none() && op_name(w.op) == "close" {
+                continue;
+            }
             let err = w.err.map_or("none".to_string(), |e| e.to_string());
             set.insert((op_name(w.op), err));
             for (i, sub) in w.sub_ops.iter().enumerate() {
