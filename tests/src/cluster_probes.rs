@@ -20,6 +20,8 @@ use crate::cluster_control::ClusterControl;
 const WAIT: Duration = Duration::from_secs(60);
 /// Requested session timeout: long enough to outlive a JVM restart on a loaded machine.
 const SESSION_MS: i32 = 30_000;
+/// More requests than a [`session_move`] sends on the new connection.
+const OLD_XID_LEAD: usize = 16;
 
 /// What a request of a probe got, in words.
 fn outcome<T>(r: &Result<T, ClientError>) -> String {
@@ -93,6 +95,15 @@ pub fn session_move(c: &mut dyn ClusterControl, old_on_leader: bool, req: OldReq
         // As a real client resumes: with the last zxid it saw, so a server that has not caught
         // up refuses it (ZooKeeper: "client must try another server") and it tries again.
         let seen = old.exists(&eph, false).await.ok().flatten().map_or(0, |s| s.czxid);
+        // Two connections of one session number their requests each from 1, and a ZooKeeper
+        // 3.8 follower matches a committed entry to its own pending request by (session,
+        // xid) (CommitProcessor): under load the old connection's refused write (an error
+        // entry, xid 3) reached the follower while the new connection's sync with xid 3
+        // waited there, and closed the new connection. A real client keeps one counter per
+        // session; these reads put the old connection's xids past the new one's.
+        for _ in 0..OLD_XID_LEAD {
+            let _ = old.exists(&eph, false).await;
+        }
         let mut o = ConnectOptions::resume(old.session_id(), old.session_passwd().to_vec());
         o.last_zxid_seen = seen;
         let until = Instant::now() + Duration::from_secs(10);
