@@ -136,6 +136,30 @@ def _install_fake_cluster(hosts):
     harness.get_global_cluster = lambda: cluster
 
 
+def _bound_test_thread_joins(limit):
+    """Makes a test's unbounded join of one of its own daemon threads give up after `limit`.
+
+    KazooLockTests and TestSemaphore join every thread they made in tearDown, with no timeout.
+    When a test body fails (its pytest-timeout included) while one of those threads holds a
+    lock and waits for an event the body would have set, that join never returns, pytest-
+    timeout has already fired, and the whole run hangs until the caller's deadline kills it
+    (seen once in CI, in test_rw_lock). Past `limit` the join returns and the thread (a daemon)
+    is left behind; the test has failed already, so its outcome stands.
+    """
+    import threading
+
+    original = threading.Thread.join
+
+    def join(self, timeout=None):
+        bounded = timeout is None and self.daemon and threading.current_thread() is threading.main_thread()
+        original(self, limit if bounded else timeout)
+        if bounded and self.is_alive():
+            print(f"run_kazoo_suite: thread {self.name} still running {limit:.0f} s after a "
+                  "test's join; left behind", file=sys.stderr, flush=True)
+
+    threading.Thread.join = join
+
+
 class OutcomePlugin:
     """Collects one outcome per test and writes the JSON file at the end."""
 
@@ -213,6 +237,7 @@ def main(argv):
     import pytest
     import kazoo
     _install_fake_cluster(args.hosts)
+    _bound_test_thread_joins(args.timeout)
 
     plugin = OutcomePlugin(args.json)
     plugin.write()  # an empty result file exists even if collection fails
