@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A bench run against the leader (or, with ON=follower, a follower) of three `serve --peers`
-# processes on loopback, in memory; MIX is bench's --mix (default create=25,set=50,delete=25):
-#   [MIX=get=100] [ON=follower] scripts/cluster-processes-bench.sh BIN SESSIONS [serve flags...]
+# A bench run against the leader (ON=follower: a follower; ON=all: every member, the followers
+# first, as `bench --cluster` places sessions) of three `serve --peers` processes on loopback,
+# in memory; MIX is bench's --mix (default create=25,set=50,delete=25):
+#   [MIX=get=100] [ON=follower|all] scripts/cluster-processes-bench.sh BIN SESSIONS [serve flags...]
 # e.g. scripts/cluster-processes-bench.sh target/release/testkeeper 1 --threads 2
 # Prints bench's median line. The nodes are this script's children, stopped by PID at the end.
 # The figures in docs/cluster.md ("Threads") come from it; `bench --cluster` is the report's.
@@ -39,12 +40,16 @@ for line in out.decode().splitlines():
         print(line.split()[1])
 PY
 )
-    if [ "$state" = leader ]; then leader=$addr; elif [ "$state" = follower ]; then follower=$addr; fi
+    if [ "$state" = leader ]; then leader=$addr; elif [ "$state" = follower ]; then follower="$follower${follower:+,}$addr"; fi
   done
-  [ -n "$leader" ] && break
+  [ -n "$leader" ] && [ "$follower" != "${follower/,/}" ] && break
+  leader="" follower=""
   sleep 0.1
 done
 [ -n "$leader" ] || { echo "no leader; logs in $dir" >&2; cat "$dir"/node*.err >&2; exit 1; }
 target=$leader
-[ "${ON:-leader}" = follower ] && target=$follower
+case "${ON:-leader}" in
+  follower) target=${follower%%,*} ;;
+  all) target="$follower,$leader" ;;
+esac
 "$bin" bench --target "$target" --mix "${MIX:-create=25,set=50,delete=25}" --sessions "$sessions" --rounds 3 --ops 30000 --seed 7 2>&1 | grep median

@@ -106,3 +106,82 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
     assert!(curator["median_ms"].as_f64().is_some() || curator["skipped"].as_str().is_some(), "{curator}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Three `serve --peers` processes on free loopback ports, each node's client address, and
+/// the children (killed by PID when dropped).
+struct Processes(Vec<std::process::Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn three_nodes() -> (Processes, Vec<String>) {
+    use std::io::BufRead;
+    let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let peers = (1..=3).map(|i| format!("{i}=127.0.0.1:{}", port())).collect::<Vec<_>>().join(",");
+    let mut nodes = Processes(Vec::new());
+    let mut addrs = Vec::new();
+    for id in 1..=3 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_testkeeper"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--id", &id.to_string(), "--peers", &peers])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn serve");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        nodes.0.push(child);
+        let addr = lines
+            .find_map(|l| l.ok()?.strip_prefix("testkeeper listening on ").map(str::to_string))
+            .expect("a listening line");
+        addrs.push(addr);
+    }
+    (nodes, addrs)
+}
+
+/// A member's `mntr` answer (empty when it does not answer).
+fn mntr_text(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect(addr) {
+        let _ = s.write_all(b"mntr");
+        let _ = s.read_to_string(&mut text);
+    }
+    text
+}
+
+/// One `mntr` value of a member.
+fn mntr(addr: &str, key: &str) -> Option<String> {
+    mntr_text(addr).lines().find_map(|l| Some(l.strip_prefix(key)?.trim().to_string()))
+}
+
+/// `--target a,b,c`: the sessions go to every member of a cluster in turn.
+#[test]
+fn bench_target_list_spreads_sessions_over_a_clusters_members() {
+    let (_nodes, addrs) = three_nodes();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !addrs.iter().any(|a| mntr(a, "zk_server_state").as_deref() == Some("leader")) {
+        assert!(std::time::Instant::now() < until, "no leader among {addrs:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let received = |a: &str| mntr(a, "zk_packets_received").and_then(|v| v.parse::<u64>().ok()).unwrap();
+    let before: Vec<u64> = addrs.iter().map(|a| received(a)).collect();
+    let target = addrs.join(",");
+    let json = std::env::temp_dir().join(format!("testkeeper-bench-members-{}.json", std::process::id()));
+    let args = ["--target", &target, "--sessions", "3", "--mix", "set=50,get=50", "--ops", "300", "--rounds", "1"];
+    let out = bench(&[&args[..], &["--warmup", "0", "--json", json.to_str().unwrap()]].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("target at {target}")) && !stdout.contains("UNEXPECTED"), "{stdout}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    assert_eq!(v["targets"][0]["addr"], target.as_str());
+    for (a, b) in addrs.iter().zip(before) {
+        // A third of the 300 measured requests at least, besides the setup.
+        let got = received(a) - b;
+        assert!(got >= 100, "member {a} received {got} packets: {stdout}");
+    }
+    let _ = std::fs::remove_file(&json);
+}

@@ -86,15 +86,9 @@ pub fn random_prefix(rng: &mut impl Rng, tag: &str) -> String {
     format!("/bench-{tag}-{:016x}", rng.gen::<u64>())
 }
 
-/// Runs one measured workload and returns its merged measurements and wall time.
-///
-/// # Errors
-/// A session that cannot connect, or setup that fails.
-pub async fn run(addr: SocketAddr, cfg: &LoadConfig, seed: u64) -> Result<(Recorder, Duration), String> {
-    run_on(&[addr], cfg, seed).await
-}
-
-/// [`run`] with the sessions spread over `addrs` in turn (the members of a cluster).
+/// Runs one measured workload, its sessions spread over `addrs` in turn (the members of a
+/// cluster; one address for a single server), and returns its merged measurements and wall
+/// time.
 ///
 /// # Errors
 /// A session that cannot connect, or setup that fails.

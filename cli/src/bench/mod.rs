@@ -43,13 +43,15 @@ use report::Target;
 /// Flags of `bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Server to measure. Defaults to the one `--spawn-testkeeper` starts.
-    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port)]
-    pub target: Option<crate::addr::HostPort>,
-    /// A second server to run the same workload against, alternating rounds; ratios are
-    /// target / vs. Defaults to the one `--spawn-zookeeper` starts.
-    #[arg(long, value_name = "HOST:PORT", value_parser = crate::addr::host_port)]
-    pub vs: Option<crate::addr::HostPort>,
+    /// Server to measure, or the members of a cluster (`a:2181,b:2181,c:2181`: sessions go
+    /// to them in turn). Defaults to the one `--spawn-testkeeper` starts.
+    #[arg(long, value_name = "HOST:PORT[,...]", value_parser = crate::addr::host_list)]
+    pub target: Option<crate::addr::HostList>,
+    /// A second server (or cluster, as `--target`) to run the same workload against,
+    /// alternating rounds; ratios are target / vs. Defaults to the one `--spawn-zookeeper`
+    /// starts.
+    #[arg(long, value_name = "HOST:PORT[,...]", value_parser = crate::addr::host_list)]
+    pub vs: Option<crate::addr::HostList>,
     /// Start `testkeeper serve` (this binary) on a free port and measure it.
     #[arg(long)]
     pub spawn_testkeeper: bool,
@@ -201,7 +203,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     );
     for t in &targets {
         let start = t.spawned.as_ref().map(|s| format!(", launch to imok {:?}", s.launch_to_imok)).unwrap_or_default();
-        println!("  {} at {}{start}", t.label, t.addr);
+        println!("  {} at {}{start}", t.label, t.describe()["addr"].as_str().unwrap_or("?"));
     }
 
     if args.watch_load > 0 {
@@ -216,7 +218,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     let warm = LoadConfig { ops: args.warmup.unwrap_or(cfg.ops / 4), ..cfg.clone() };
     if warm.ops > 0 {
         for t in &targets {
-            load::run(t.addr, &warm, seed ^ 0x5757).await.map_err(|e| format!("{} warm-up: {e}", t.label))?;
+            load::run_on(&t.members, &warm, seed ^ 0x5757).await.map_err(|e| format!("{} warm-up: {e}", t.label))?;
         }
     }
     let mut rounds = Vec::new();
@@ -227,7 +229,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         for i in order {
             let t = &mut targets[i];
             progress.set_message(format!("round {r} {}", t.label));
-            let (rec, elapsed) = load::run(t.addr, &cfg, seed.wrapping_add(r as u64)).await?;
+            let (rec, elapsed) = load::run_on(&t.members, &cfg, seed.wrapping_add(r as u64)).await?;
             let ops_s = rec.count() as f64 / elapsed.as_secs_f64().max(1e-9);
             progress.inc(1);
             progress.suspend(|| {
@@ -284,8 +286,8 @@ fn write_json(path: Option<&std::path::Path>, out: &Value) -> Result<(), String>
 async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
     let blocking = |r: Result<Result<spawn::Spawned, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string())?;
-    if let Some(hp) = &args.target {
-        out.push(Target::new("target", hp.reachable().await, None));
+    if let Some(list) = &args.target {
+        out.push(Target::members("target", crate::conform::endpoint(&list.0).await.nodes));
     } else if args.spawn_testkeeper {
         let opts = spawn::TkOptions {
             no_digest: args.no_digest,
@@ -296,8 +298,8 @@ async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
         let s = blocking(tokio::task::spawn_blocking(move || spawn::testkeeper(&opts)).await)?;
         out.push(Target::new(s.label, s.addr, Some(s)));
     }
-    if let Some(hp) = &args.vs {
-        out.push(Target::new("vs", hp.reachable().await, None));
+    if let Some(list) = &args.vs {
+        out.push(Target::members("vs", crate::conform::endpoint(&list.0).await.nodes));
     } else if let Some(bin) = &args.spawn_baseline {
         let opts = spawn::TkOptions {
             bin: Some(bin.clone()),

@@ -19,7 +19,10 @@ const EMBEDDED_STARTS: usize = 9;
 #[derive(Debug)]
 pub struct Target {
     pub label: &'static str,
+    /// The first member: where the populate, memory and watch workloads go.
     pub addr: SocketAddr,
+    /// Every member (one for a single server): the op mix's sessions go to them in turn.
+    pub members: Vec<SocketAddr>,
     pub spawned: Option<Spawned>,
     pub ops_per_sec: Vec<f64>,
     pub p99_us: Vec<f64>,
@@ -27,14 +30,20 @@ pub struct Target {
 
 impl Target {
     pub fn new(label: &'static str, addr: SocketAddr, spawned: Option<Spawned>) -> Target {
-        Target { label, addr, spawned, ops_per_sec: Vec::new(), p99_us: Vec::new() }
+        Target { label, addr, members: vec![addr], spawned, ops_per_sec: Vec::new(), p99_us: Vec::new() }
+    }
+
+    /// A server or cluster given on the command line; `members` is never empty.
+    pub fn members(label: &'static str, members: Vec<SocketAddr>) -> Target {
+        let first = members[0];
+        Target { members, ..Target::new(label, first, None) }
     }
 
     /// Label, address, and for a spawned server its launch-to-`imok` time.
     pub fn describe(&self) -> Value {
         json!({
             "label": self.label,
-            "addr": self.addr.to_string(),
+            "addr": self.members.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(","),
             "spawned": self.spawned.is_some(),
             "launch_to_imok_ms": self.spawned.as_ref().map(|s| s.launch_to_imok.as_secs_f64() * 1e3),
         })
