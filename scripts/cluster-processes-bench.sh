@@ -22,7 +22,7 @@ done
 leader="" follower=""
 for _ in $(seq 100); do
   for i in 1 2 3; do
-    addr=$(sed -n 's/^testkeeper listening on //p' "$dir/node$i.out")
+    addr=$(sed -n 's/^testkeeper listening on //p' "$dir/node$i.out" 2>/dev/null || true)
     [ -n "$addr" ] || continue
     state=$(python3 - "$addr" <<'PY' || true
 import socket, sys

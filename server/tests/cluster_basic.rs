@@ -66,6 +66,31 @@ async fn writes_through_any_node_reach_every_replica() {
     }
 }
 
+/// With the other follower cut off, the leader can commit a write only once the follower that
+/// forwarded it has acknowledged it: so that follower, which then holds it with the leader (a
+/// majority of three), must have applied and answered it before the leader's commit index
+/// could reach it (driver/ahead.rs). Every such write counts, and the replicas agree after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_applies_what_it_and_the_leader_hold_before_the_leader_says_committed() {
+    let c = cluster(Flavor::Zookeeper).await;
+    let leader = c.leader().unwrap();
+    let f = follower(&c);
+    let other = c.ids().into_iter().find(|i| *i != leader && *i != f).unwrap();
+    c.partition(&[&[leader, f], &[other]]);
+    let before = c.node(f).unwrap().applied_on_stored();
+    let client = Client::connect(c.addr(f), ConnectOptions::default()).await.expect("connect to a follower");
+    for i in 0..5 {
+        client.create(&format!("/ahead-{i}"), b"", &Acl::open(), create_mode::PERSISTENT).await.unwrap();
+    }
+    // The session's own entry went the same way: six entries at least.
+    let ahead = c.node(f).unwrap().applied_on_stored() - before;
+    assert!(ahead >= 6, "follower {f} applied {ahead} entries on the leader's stored copy");
+    c.heal();
+    converged(&c).await;
+    drop(client);
+    c.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_dies_and_comes_back() {
     let mut c = cluster(Flavor::Keeper).await;

@@ -13,6 +13,7 @@
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
 //! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
 
+mod ahead;
 mod propose;
 mod ready;
 mod role;
@@ -72,6 +73,10 @@ pub struct Driver {
     /// cluster's first node in the election order does (`timing::early_campaigns`).
     early_campaigns: Vec<u64>,
     ticks: u64,
+    /// Whether this node appends (and flushes) a `Ready`'s entries before sending its messages.
+    stored_first: bool,
+    /// Entries to apply on the proof that the leader holds them (`driver/ahead.rs`).
+    ahead: ahead::Ahead,
 }
 
 /// A running driver: its input channel, and its thread or task.
@@ -133,10 +138,16 @@ pub fn spawn(
     tx: flume::Sender<Input>,
     rx: flume::Receiver<Input>,
 ) -> Result<DriverHandle, String> {
+    let mut store = store;
+    // Entries applied on the leader's stored copy before a restart are committed.
+    store.commit_at_least(applied);
     let rc = super::timing::raft_config(cfg, applied);
     rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
     let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(|e| format!("raft node: {e}"))?;
     let fresh = node.raft.term == 0 && node.raft.raft_log.last_index() == 0;
+    let stored_first = node.store().stored_before_sending();
+    // With the leader, this node is a majority only among three voters or fewer.
+    let ahead = ahead::Ahead::new(stored_first && cfg.peers.len() <= 3);
     let early_campaigns = if fresh { super::timing::early_campaigns(cfg) } else { Vec::new() };
     let d = Driver {
         id: cfg.id,
@@ -160,6 +171,8 @@ pub fn spawn(
         early: None,
         early_campaigns,
         ticks: 0,
+        stored_first,
+        ahead,
     };
     // The engine reports the log as it is from the start (a recovered node's applied index
     // is already in it), not zeros until the first tick.
@@ -178,6 +191,8 @@ pub fn spawn(
 }
 
 /// What woke the driver.
+// Lives for one turn on the stack; boxing the input would cost an allocation per message.
+#[allow(clippy::large_enum_variant)]
 enum Woke {
     Input(Input),
     Timeout,
@@ -307,13 +322,15 @@ impl Driver {
 
     fn message(&mut self, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Raft(m) => {
+            Msg::Raft { msg: m, stored } => {
                 use raft::eraftpb::MessageType::{MsgAppend, MsgHeartbeat};
                 if matches!(m.get_msg_type(), MsgAppend | MsgHeartbeat) && m.term >= self.node.raft.term {
                     self.leader_commit = self.leader_commit.max(m.commit);
                 }
-                if let Err(e) = self.node.step(m) {
-                    warn!(node = self.id, from, error = %e, "raft message refused");
+                let held = if stored { ahead::held_by_sender(&m) } else { None };
+                match self.node.step(m) {
+                    Ok(()) => self.ahead.leader_holds(held),
+                    Err(e) => warn!(node = self.id, from, error = %e, "raft message refused"),
                 }
             }
             Msg::Forward { origin, session, proposal } => self.proposal(origin, session, proposal),
@@ -350,10 +367,11 @@ impl Driver {
         }
     }
 
-    fn send(&self, msgs: Vec<Message>) {
+    /// Sends raft-rs's messages; `stored`: every entry they carry is in this node's log.
+    fn send(&self, msgs: Vec<Message>, stored: bool) {
         for m in msgs {
             let to = m.to;
-            self.net.send(self.id, to, Msg::Raft(m));
+            self.net.send(self.id, to, Msg::Raft { msg: m, stored });
         }
     }
 

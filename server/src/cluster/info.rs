@@ -28,6 +28,9 @@ pub struct RaftInfo {
     pub stale_log_gap: u64,
     /// Every voter, this node included.
     pub members: Vec<NodeId>,
+    /// Entries this follower applied on the proof that the leader held them too (so a
+    /// majority of three did), before the leader's commit index said so (`driver/ahead.rs`).
+    pub applied_on_stored: u64,
 }
 
 /// One follower's progress, as the leader tracks it.

@@ -2,6 +2,11 @@
 //! follower's forwarded write, the leader's refusal, session activity, zookeeper-flavor sync,
 //! and a session's move to the sender).
 //!
+//! A Raft message says whether its sender already held, in its log, every entry it carries
+//! (`stored`): a follower of a 3-node cluster that appends such entries of the sender's term
+//! holds them on a majority with the leader, so they are committed (Raft's own definition) and
+//! it applies them without waiting one more hop for the leader's commit index.
+//!
 //! Encoding (little-endian, `testkeeper_core::codec`): a tag byte, then the fields. A Raft
 //! message is raft-rs's protobuf bytes; a forwarded write carries the request as its opcode
 //! and jute body (the wire codec), and the identities of the connection it came from.
@@ -16,7 +21,11 @@ use testkeeper_wire::{Id, Request, ZkError};
 /// One message between nodes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
-    Raft(eraftpb::Message),
+    /// raft-rs's message, and whether every entry in it was in the sender's log when it left.
+    Raft {
+        msg: eraftpb::Message,
+        stored: bool,
+    },
     /// A follower's proposal for the leader to decide.
     Forward {
         origin: u64,
@@ -57,9 +66,9 @@ impl Msg {
         let mut out = Vec::new();
         let mut w = Writer::new(&mut out);
         match self {
-            Msg::Raft(m) => {
-                w.u8(1);
-                w.blob(&m.write_to_bytes().expect("a raft message encodes"));
+            Msg::Raft { msg, stored } => {
+                w.u8(if *stored { 8 } else { 1 });
+                w.blob(&msg.write_to_bytes().expect("a raft message encodes"));
             }
             Msg::Forward { origin, session, proposal } => {
                 w.u8(2);
@@ -101,7 +110,9 @@ impl Msg {
     pub fn decode(buf: &[u8]) -> Result<Msg, CodecError> {
         let mut r = Reader::new(buf);
         let msg = match r.u8()? {
-            1 => Msg::Raft(eraftpb::Message::parse_from_bytes(r.blob()?).map_err(bad)?),
+            tag @ (1 | 8) => {
+                Msg::Raft { msg: eraftpb::Message::parse_from_bytes(r.blob()?).map_err(bad)?, stored: tag == 8 }
+            }
             2 => Msg::Forward { origin: r.u64()?, session: r.i64()?, proposal: decode_proposal(&mut r)? },
             3 => Msg::Refuse { origin: r.u64()?, code: r.i32()? },
             4 => {
@@ -187,7 +198,8 @@ mod tests {
         raft.set_msg_type(eraftpb::MessageType::MsgAppend);
         (raft.to, raft.from, raft.term, raft.commit) = (2, 1, 7, 41);
         let msgs = [
-            Msg::Raft(raft),
+            Msg::Raft { msg: raft.clone(), stored: false },
+            Msg::Raft { msg: raft, stored: true },
             Msg::Forward {
                 origin: 1 << 48 | 9,
                 session: 5,

@@ -92,6 +92,12 @@ impl Node {
         self.shared.engine().node_status().expect("a cluster node has a replica")
     }
 
+    /// Entries this node applied on the proof that the leader held them too, before the
+    /// leader's commit index reached them (`driver/ahead.rs`), as last published.
+    pub fn applied_on_stored(&self) -> u64 {
+        self.shared.engine().raft_info().map_or(0, |i| i.applied_on_stored)
+    }
+
     /// The tree digest at this node's applied index.
     pub fn digest(&self) -> u64 {
         self.shared.engine().state().digest()

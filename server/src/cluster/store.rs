@@ -132,6 +132,18 @@ impl RaftStore {
         self.log.syncer()
     }
 
+    /// See [`Log::stored_before_sending`].
+    pub fn stored_before_sending(&self) -> bool {
+        self.log.stored_before_sending()
+    }
+
+    /// The state machine is at `applied`: entries up to there are committed, even where the
+    /// hard state's commit index (written with the last append) is older, as after entries
+    /// applied on the leader's stored copy (`driver/ahead.rs`) and a snapshot taken there.
+    pub fn commit_at_least(&mut self, applied: u64) {
+        self.hard.commit = self.hard.commit.max(applied);
+    }
+
     /// A leader's snapshot replaces the log: it continues after the snapshot.
     ///
     /// # Errors

@@ -53,6 +53,7 @@ pub fn status_json(e: &Engine) -> Option<Value> {
         "last_index": i.last_index,
         "last_term": i.last_term,
         "snapshot_index": i.snapshot_index,
+        "applied_on_stored": i.applied_on_stored,
         "followers": followers,
         "stopped": s.stopped,
     }))

@@ -98,4 +98,8 @@ impl Log for MemLog {
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         None
     }
+
+    fn stored_before_sending(&self) -> bool {
+        true
+    }
 }

@@ -152,4 +152,11 @@ pub trait Log: Send {
 
     /// The syncer, for backends whose appends are not durable until flushed.
     fn syncer(&self) -> Option<Arc<dyn Syncer>>;
+
+    /// Whether a Raft leader appends (and flushes) entries before it sends the messages that
+    /// carry them, so a follower may count the leader's copy as stored. True where that costs
+    /// nothing (memory, the simulated disk); a real disk's flush runs beside the sending.
+    fn stored_before_sending(&self) -> bool {
+        false
+    }
 }

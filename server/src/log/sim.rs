@@ -311,6 +311,10 @@ impl Log for SimLog {
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::new(SimSyncer { disk: self.disk.clone() }))
     }
+
+    fn stored_before_sending(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,17 @@
 //! The driver's `Ready`, in raft-rs's documented order (messages, snapshot, committed
 //! entries, append with the hard state, flush, persisted messages, advance, the light ready,
 //! advance_apply), and what each step does to the engine: a leader's snapshot replaces the
-//! state, committed entries are applied with the one `apply`.
+//! state, committed entries are applied with the one `apply`. Where appending and flushing
+//! cost nothing (memory, the simulated disk) the entries are stored before the messages go,
+//! so every message says its entries are in the sender's log (`driver/ahead.rs`).
 
 use std::sync::Arc;
 
 use raft::eraftpb::Snapshot;
 use testkeeper_core::propose::Proposer;
 use tracing::info;
+
+use testkeeper_core::txn::Entry;
 
 use super::super::store::{from_raft, SnapRef};
 use super::super::Role;
@@ -24,17 +28,51 @@ impl Driver {
             let (leader, role) = (ss.leader_id, ss.raft_state);
             self.soft_state(leader, role);
         }
-        // 1. Messages a leader may send before it has persisted.
-        self.send(rd.take_messages());
+        // 1. Messages a leader may send before it has persisted (here, where storing is
+        // free, after: steps 4 and 5 come first, past the snapshot they build on).
+        if !self.stored_first {
+            self.send(rd.take_messages(), false);
+        }
         // 2. A snapshot from the leader replaces the state.
         if !rd.snapshot().is_empty() && !self.install(rd.snapshot().clone()) {
             return false;
+        }
+        if self.stored_first {
+            if !self.store(&rd) {
+                return false;
+            }
+            self.send(rd.take_messages(), true);
         }
         // 3. Committed entries.
         if !self.apply(rd.take_committed_entries()) {
             return false;
         }
         // 4 and 5. New entries and the hard state, in one write; then the flush.
+        if !self.stored_first && !self.store(&rd) {
+            return false;
+        }
+        // 6. Messages that may go only once the entries and hard state are durable.
+        self.send(rd.take_persisted_messages(), true);
+        // 7. Advance, and the light ready it returns.
+        let mut light = self.node.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            self.node.mut_store().set_commit(commit);
+        }
+        self.send(light.take_messages(), true);
+        if !self.apply(light.take_committed_entries()) {
+            return false;
+        }
+        self.node.advance_apply();
+        if !self.apply_on_stored() {
+            return false;
+        }
+        // What changed is visible at once (mntr, lgif, /metrics), not only at the next tick.
+        self.publish();
+        true
+    }
+
+    /// Steps 4 and 5: the `Ready`'s entries and hard state in one write, then the flush.
+    fn store(&mut self, rd: &raft::Ready) -> bool {
         if !rd.entries().is_empty() || rd.hs().is_some() {
             if let Err(e) = self.node.mut_store().append(rd.entries(), rd.hs()) {
                 return self.fail(format!("appending to the raft log failed: {e}"));
@@ -47,20 +85,6 @@ impl Driver {
                 }
             }
         }
-        // 6. Messages that may go only once the entries and hard state are durable.
-        self.send(rd.take_persisted_messages());
-        // 7. Advance, and the light ready it returns.
-        let mut light = self.node.advance(rd);
-        if let Some(commit) = light.commit_index() {
-            self.node.mut_store().set_commit(commit);
-        }
-        self.send(light.take_messages());
-        if !self.apply(light.take_committed_entries()) {
-            return false;
-        }
-        self.node.advance_apply();
-        // What changed is visible at once (mntr, lgif, /metrics), not only at the next tick.
-        self.publish();
         true
     }
 
@@ -89,16 +113,25 @@ impl Driver {
         if entries.is_empty() {
             return true;
         }
+        let mut ours = Vec::with_capacity(entries.len());
+        for re in &entries {
+            match from_raft(re) {
+                Ok(x) => ours.push(x),
+                Err(why) => return self.fail(format!("committed entry {} does not decode: {why}", re.index)),
+            }
+        }
+        self.apply_ours(ours)
+    }
+
+    /// Applies committed entries of ours, skipping those already applied (on the leader's
+    /// stored copy, `driver/ahead.rs`). Returns false if the engine stopped.
+    pub(super) fn apply_ours(&mut self, entries: Vec<Entry>) -> bool {
         let Some(shared) = self.shared.upgrade() else { return false };
         let mut e = shared.engine();
-        for re in &entries {
-            let entry = match from_raft(re) {
-                Ok(x) => x,
-                Err(why) => {
-                    drop(e);
-                    return self.fail(format!("committed entry {} does not decode: {why}", re.index));
-                }
-            };
+        for entry in entries {
+            if entry.index() <= e.state().last_index() {
+                continue;
+            }
             if entry.origin() >> 48 == self.id {
                 self.in_flight.remove(&entry.origin());
             }

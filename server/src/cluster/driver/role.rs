@@ -44,6 +44,9 @@ impl Driver {
             self.refuse_local(origin, ZkError::OperationTimeout.code());
         }
         if let Some((snap, keep_from)) = snap.filter(|(s, _)| s.index > self.node.store().snapshot_index()) {
+            // raft-rs still reads what it has not reported committed (a snapshot taken after
+            // entries applied on the leader's stored copy can be ahead of that).
+            let keep_from = keep_from.min(self.node.raft.raft_log.applied + 1);
             if let Err(e) = self.node.mut_store().snapshot_taken(snap, keep_from) {
                 error!(node = self.id, error = %e, "compacting the raft log failed");
             }
@@ -71,12 +74,15 @@ impl Driver {
             first_index: r.raft_log.first_index(),
             last_index: r.raft_log.last_index(),
             last_term: r.raft_log.last_term(),
-            commit: r.raft_log.committed,
+            // Entries applied on the leader's stored copy are committed, whether or not the
+            // leader's commit index has said so yet.
+            commit: r.raft_log.committed.max(self.ahead.applied_to),
             leader_commit: if leading { r.raft_log.committed } else { self.leader_commit },
             snapshot_index: self.node.store().snapshot_index(),
             followers,
             stale_log_gap: self.stale_log_gap,
             members: self.peers.clone(),
+            applied_on_stored: self.ahead.count,
         }
     }
 
