@@ -255,7 +255,9 @@ impl Driver {
 
     fn start(&mut self) -> bool {
         self.campaign_early();
-        self.ready()
+        let on = self.ready();
+        self.net.flush();
+        on
     }
 
     /// One turn of the loop: the input that woke the driver and whatever queued behind it,
@@ -288,7 +290,10 @@ impl Driver {
             self.campaign_early();
             self.on_tick();
         }
-        self.ready()
+        let on = self.ready();
+        // Everything this turn sent leaves together.
+        self.net.flush();
+        on
     }
 
     /// Stands for election now if this is one of the fresh node's early ticks and no leader

@@ -16,4 +16,8 @@ use super::NodeId;
 /// cannot be reached is dropped, as a network would, and Raft retries.
 pub trait Transport: Send + Sync {
     fn send(&self, from: NodeId, to: NodeId, msg: Msg);
+
+    /// The driver sent everything of one turn: what a transport held back to send together
+    /// goes now.
+    fn flush(&self) {}
 }

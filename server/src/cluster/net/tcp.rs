@@ -2,14 +2,23 @@
 //! address and keeps one outgoing connection per peer (reconnecting with backoff). A frame is
 //! a big-endian u32 length, the sender's id (u64), and the message. A peer that is down costs
 //! nothing but dropped messages (its queue is bounded): Raft retries on its own.
+//!
+//! `send` only encodes: the frames of one driver turn go out together at its `flush`, with a
+//! non-blocking write from the driver itself when nothing is queued for the peer and the
+//! socket takes them whole; only what does not fit (or finds frames queued before it) goes
+//! through the peer's writer task. Waking that task for every turn was a task switch, and on
+//! a leader (two peers, two tasks woken at once) a wake-up of the other worker thread, on the
+//! path of every replicated write; one write per peer per turn keeps the batching the writer
+//! task gave (a write per message costs a syscall and a wake-up of the peer's reader each).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
@@ -23,10 +32,47 @@ const MAX_FRAME: usize = 1 << 30;
 /// Messages queued for a peer that is not connected before new ones are dropped.
 const QUEUE: usize = 4096;
 
+/// One peer's outgoing side.
+#[derive(Clone)]
+struct Out {
+    /// Frames for the writer task.
+    tx: mpsc::Sender<Vec<u8>>,
+    link: Arc<Link>,
+}
+
+/// What `send` and a peer's writer task share.
+#[derive(Default)]
+struct Link {
+    /// Frames of this turn, until the driver's `flush`.
+    pending: Mutex<Vec<u8>>,
+    /// The connection, while the writer has one.
+    stream: Mutex<Option<Arc<TcpStream>>>,
+    /// Frames handed to the writer task and not written yet: while there are any, a new
+    /// frame queues behind them, so frames leave in the order they were sent.
+    queued: AtomicUsize,
+}
+
+impl Link {
+    /// Writes `frame` now if nothing is queued and the socket takes it; returns what is left
+    /// for the writer task (all of it, or the tail a short write left).
+    fn write_now(&self, frame: Vec<u8>) -> Option<Vec<u8>> {
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return Some(frame);
+        }
+        let Some(s) = self.stream.lock().expect("tcp link").clone() else { return Some(frame) };
+        match s.try_write(&frame) {
+            Ok(n) if n == frame.len() => None,
+            Ok(n) => Some(frame[n..].to_vec()),
+            // Would block, or the connection broke: the writer task takes it (and reconnects).
+            Err(_) => Some(frame),
+        }
+    }
+}
+
 /// The TCP transport of one node.
 pub struct TcpNet {
     peers: BTreeMap<NodeId, String>,
-    outs: Mutex<HashMap<NodeId, mpsc::Sender<Vec<u8>>>>,
+    outs: Mutex<HashMap<NodeId, Out>>,
     /// The bound Raft listener, until [`attach`](Self::attach) starts accepting on it.
     listener: Mutex<Option<TcpListener>>,
     rt: tokio::runtime::Handle,
@@ -89,16 +135,17 @@ impl TcpNet {
         });
     }
 
-    fn sender(&self, to: NodeId) -> Option<mpsc::Sender<Vec<u8>>> {
+    fn out(&self, to: NodeId) -> Option<Out> {
         let mut outs = self.outs.lock().expect("tcp outs");
-        if let Some(tx) = outs.get(&to) {
-            return Some(tx.clone());
+        if let Some(out) = outs.get(&to) {
+            return Some(out.clone());
         }
         let addr = self.peers.get(&to)?.clone();
         let (tx, rx) = mpsc::channel(QUEUE);
-        self.rt.spawn(write_frames(addr, rx));
-        outs.insert(to, tx.clone());
-        Some(tx)
+        let out = Out { tx, link: Arc::new(Link::default()) };
+        self.rt.spawn(write_frames(addr, rx, out.link.clone()));
+        outs.insert(to, out.clone());
+        Some(out)
     }
 }
 
@@ -124,15 +171,17 @@ async fn read_frames(s: TcpStream, input: &flume::Sender<Input>) -> io::Result<(
     }
 }
 
-async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<Link>) {
     let mut backoff = Duration::from_millis(10);
     'connect: loop {
-        let mut s = match TcpStream::connect(&addr).await {
-            Ok(s) => s,
+        let s = match TcpStream::connect(&addr).await {
+            Ok(s) => Arc::new(s),
             Err(e) => {
                 debug!(%addr, error = %e, "raft peer unreachable");
                 // Drain what queued meanwhile: stale Raft messages only confuse a peer.
-                while rx.try_recv().is_ok() {}
+                while rx.try_recv().is_ok() {
+                    link.queued.fetch_sub(1, Ordering::AcqRel);
+                }
                 if rx.is_closed() {
                     return;
                 }
@@ -143,6 +192,7 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>) {
         };
         let _ = s.set_nodelay(true);
         backoff = Duration::from_millis(10);
+        *link.stream.lock().expect("tcp link") = Some(s.clone());
         let mut batch = Vec::with_capacity(WRITE_BATCH);
         while let Some(frame) = rx.recv().await {
             // Everything queued meanwhile goes in the same write: under load the driver
@@ -150,13 +200,21 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>) {
             // reader) per message was most of a write's cost in a cluster.
             batch.clear();
             batch.extend_from_slice(&frame);
+            let mut frames = 1;
             while batch.len() < WRITE_BATCH {
                 match rx.try_recv() {
-                    Ok(more) => batch.extend_from_slice(&more),
+                    Ok(more) => {
+                        batch.extend_from_slice(&more);
+                        frames += 1;
+                    }
                     Err(_) => break,
                 }
             }
-            if s.write_all(&batch).await.is_err() {
+            let written = write_all(&s, &batch).await;
+            // Only now: until these are on the wire, `send` must queue behind them.
+            link.queued.fetch_sub(frames, Ordering::AcqRel);
+            if written.is_err() {
+                *link.stream.lock().expect("tcp link") = None;
                 continue 'connect;
             }
         }
@@ -164,15 +222,46 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>) {
     }
 }
 
+/// Writes all of `buf` to a connection `send` may also write to (never at the same time: it
+/// writes only while nothing is queued, and this writes only what was queued).
+async fn write_all(s: &TcpStream, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        s.writable().await?;
+        match s.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 impl Transport for TcpNet {
     fn send(&self, from: NodeId, to: NodeId, msg: Msg) {
-        let Some(tx) = self.sender(to) else { return };
+        let Some(out) = self.out(to) else { return };
         let body = msg.encode();
-        let mut frame = Vec::with_capacity(12 + body.len());
-        frame.extend_from_slice(&((body.len() + 8) as u32).to_be_bytes());
-        frame.extend_from_slice(&from.to_be_bytes());
-        frame.extend_from_slice(&body);
-        let _ = tx.try_send(frame);
+        let mut pending = out.link.pending.lock().expect("tcp pending");
+        pending.extend_from_slice(&((body.len() + 8) as u32).to_be_bytes());
+        pending.extend_from_slice(&from.to_be_bytes());
+        pending.extend_from_slice(&body);
+    }
+
+    fn flush(&self) {
+        let outs: Vec<Out> = self.outs.lock().expect("tcp outs").values().cloned().collect();
+        for out in outs {
+            let frames = std::mem::take(&mut *out.link.pending.lock().expect("tcp pending"));
+            if frames.is_empty() {
+                continue;
+            }
+            // Room in the queue first: the tail of a short write must follow it, or the peer
+            // would read the next frame's bytes as this one's. A full queue (a peer that does
+            // not read) drops the frames, as a lossy network would.
+            let Ok(permit) = out.tx.try_reserve() else { continue };
+            let Some(rest) = out.link.write_now(frames) else { continue };
+            out.link.queued.fetch_add(1, Ordering::AcqRel);
+            permit.send(rest);
+        }
     }
 }
 
@@ -189,6 +278,7 @@ mod tests {
         let (n2, a2) = TcpNet::bind(any, BTreeMap::new()).await.unwrap();
         let (n1, a1) = TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), tx1).await.unwrap();
         n1.send(1, 2, Msg::SyncAsk { id: 7 });
+        n1.flush();
         tokio::time::sleep(Duration::from_millis(50)).await;
         n2.attach(tx2);
         let got = tokio::task::spawn_blocking(move || rx2.recv_timeout(Duration::from_secs(5))).await.unwrap();
@@ -196,9 +286,51 @@ mod tests {
         // And back, once node 2 knows node 1's address.
         let back = TcpNet { peers: BTreeMap::from([(1, a1.to_string())]), ..Arc::into_inner(n2).unwrap() };
         back.send(2, 1, Msg::SyncAnswer { id: 7, index: 9 });
+        back.flush();
         let got = tokio::task::spawn_blocking(move || rx1.recv_timeout(Duration::from_secs(5))).await.unwrap();
         assert!(matches!(got, Ok(Input::Net { from: 2, msg: Msg::SyncAnswer { id: 7, index: 9 } })), "{got:?}");
         // A message to a node nobody knows is dropped, not an error.
         n1.send(1, 9, Msg::SyncAsk { id: 1 });
+        n1.flush();
+    }
+
+    /// Frames too big for the socket buffer (a short direct write, its tail queued) and
+    /// small ones behind them (queued while the tail waits) arrive whole and in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn big_and_small_frames_arrive_whole_and_in_order() {
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (tx2, rx2) = flume::unbounded();
+        let (_n2, a2) = TcpNet::start(any, BTreeMap::new(), tx2).await.unwrap();
+        let (n1, _) = TcpNet::bind(any, BTreeMap::from([(2, a2.to_string())])).await.unwrap();
+        // The first message connects; wait for it so the rest take the direct path.
+        n1.send(1, 2, Msg::SyncAsk { id: 0 });
+        n1.flush();
+        let first = tokio::task::spawn_blocking({
+            let rx2 = rx2.clone();
+            move || rx2.recv_timeout(Duration::from_secs(5))
+        });
+        assert!(matches!(first.await.unwrap(), Ok(Input::Net { msg: Msg::SyncAsk { id: 0 }, .. })));
+        let big = |i: i64| Msg::Touch { sessions: vec![i; 300_000] };
+        for i in 1..=20u64 {
+            n1.send(1, 2, if i % 4 == 0 { big(i as i64) } else { Msg::SyncAsk { id: i } });
+            // Some turns of one message, some of several.
+            if i % 3 == 0 {
+                n1.flush();
+            }
+        }
+        n1.flush();
+        let got = tokio::task::spawn_blocking(move || {
+            (1..=20).map(|_| rx2.recv_timeout(Duration::from_secs(10)).expect("a message")).collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        for (i, input) in (1..=20u64).zip(got) {
+            let Input::Net { msg, .. } = input else { panic!("not a message") };
+            match msg {
+                Msg::SyncAsk { id } => assert_eq!(id, i),
+                Msg::Touch { sessions } => assert!(i % 4 == 0 && sessions == vec![i as i64; 300_000], "{i}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }
