@@ -164,8 +164,13 @@ fn mntr(addr: &str, key: &str) -> Option<String> {
 fn bench_target_list_spreads_sessions_over_a_clusters_members() {
     let (_nodes, addrs) = three_nodes();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !addrs.iter().any(|a| mntr(a, "zk_server_state").as_deref() == Some("leader")) {
-        assert!(std::time::Instant::now() < until, "no leader among {addrs:?}");
+    // One leader, and every member serving under it (a member without a leader yet does
+    // not answer mntr).
+    let states = || addrs.iter().map(|a| mntr(a, "zk_server_state")).collect::<Vec<_>>();
+    while !(states().iter().filter(|s| s.as_deref() == Some("leader")).count() == 1
+        && states().iter().all(|s| matches!(s.as_deref(), Some("leader" | "follower"))))
+    {
+        assert!(std::time::Instant::now() < until, "no whole cluster among {addrs:?}: {:?}", states());
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let received = |a: &str| mntr(a, "zk_packets_received").and_then(|v| v.parse::<u64>().ok()).unwrap();

@@ -21,6 +21,14 @@ pub enum Kind {
     ZooKeeper,
 }
 
+/// Where testkeeper member `i` writes its error lines.
+fn stderr_file(dir: &std::path::Path, i: usize) -> PathBuf {
+    dir.join(format!("member{}.err", i + 1))
+}
+
+/// Starts of a cluster whose member found its port taken, before the bench gives up.
+const BIND_ATTEMPTS: u32 = 3;
+
 /// A running 3-member cluster.
 #[derive(Debug)]
 pub struct Ensemble {
@@ -50,6 +58,22 @@ impl Ensemble {
     /// # Errors
     /// A member that cannot be spawned, dies, or no leader within the startup timeout.
     pub fn start(kind: Kind, seed: u64) -> Result<Ensemble, String> {
+        // A free port can be taken by another process between our probe and the member's
+        // bind (tests start clusters side by side): then the whole cluster starts over on
+        // fresh ports.
+        let mut attempt = 1;
+        loop {
+            match Self::start_on_fresh_ports(kind, seed) {
+                Err(e) if e.contains("Address already in use") && attempt < BIND_ATTEMPTS => {
+                    eprintln!("bench: {e}; starting the cluster again on fresh ports");
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on_fresh_ports(kind: Kind, seed: u64) -> Result<Ensemble, String> {
         if kind == Kind::ZooKeeper && !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
             return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
         }
@@ -91,7 +115,13 @@ impl Ensemble {
                 let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
                 let mut cmd = Command::new(exe);
                 cmd.args(&self.commands[i]).env("RUST_LOG", "error");
-                cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+                // Its error lines, for a member that exits (appended across restarts).
+                let err = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(stderr_file(&self.dir, i))
+                    .map_err(|e| format!("{} member {}: stderr file: {e}", self.label, i + 1))?;
+                cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(err);
                 cmd.spawn()
             }
             Kind::ZooKeeper => {
@@ -128,7 +158,12 @@ impl Ensemble {
         loop {
             for (i, c) in self.children.iter_mut().enumerate() {
                 if let Some(Ok(Some(status))) = c.as_mut().map(Child::try_wait) {
-                    return Err(format!("{} member {} exited: {status}", self.label, i + 1));
+                    let said = std::fs::read_to_string(stderr_file(&self.dir, i))
+                        .map(|s| {
+                            s.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("; ")
+                        })
+                        .unwrap_or_default();
+                    return Err(format!("{} member {} exited: {status}: {said}", self.label, i + 1));
                 }
             }
             let roles: Vec<Option<String>> = (0..SIZE)
