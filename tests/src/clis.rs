@@ -57,10 +57,19 @@ pub fn cli_mt_rc(output: &str) -> Option<i32> {
     })
 }
 
-/// The children `zkCli.sh ls` printed, from its `[a, b, c]` line.
+/// The children `zkCli.sh ls` printed, from its `[a, b, c]` listing. zkCli's event thread
+/// prints its connection event (`WATCHER::`, `WatchedEvent ...`) while the listing is being
+/// written, and the listing goes out in pieces, so the event can land inside it (seen once in
+/// CI: `[keeper, zkcli, zookeeper` / `WATCHER::` / `]`): those lines are left out first.
 pub fn zkcli_ls_children(stdout: &str) -> Option<Vec<String>> {
-    let line = stdout.lines().map(str::trim).find(|l| l.starts_with('[') && l.ends_with(']'))?;
-    let inner = &line[1..line.len() - 1];
+    let text: String = (stdout.lines().map(str::trim))
+        .filter(|l| !l.is_empty() && *l != "WATCHER::" && !l.starts_with("WatchedEvent "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let start = text.lines().position(|l| l.starts_with('['))?;
+    let joined: String = text.lines().skip(start).collect();
+    let end = joined.find(']')?;
+    let inner = &joined[1..end];
     Some(if inner.is_empty() { Vec::new() } else { inner.split(", ").map(str::to_string).collect() })
 }
 
@@ -75,6 +84,17 @@ pub fn zkcli_stat_field<'a>(stdout: &'a str, key: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_a_zkcli_listing_even_with_the_connection_event_inside_it() {
+        let interleaved = "Connecting to 127.0.0.1:1\n[keeper, zkcli, zookeeper\nWATCHER::\n]\n\nWatchedEvent state:SyncConnected type:None path:null\n";
+        assert_eq!(zkcli_ls_children(interleaved).unwrap(), ["keeper", "zkcli", "zookeeper"]);
+        let plain =
+            "Connecting to 127.0.0.1:1\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n[a, b]\n";
+        assert_eq!(zkcli_ls_children(plain).unwrap(), ["a", "b"]);
+        assert_eq!(zkcli_ls_children("[]\n").unwrap(), Vec::<String>::new());
+        assert_eq!(zkcli_ls_children("Connecting\n"), None);
+    }
 
     #[test]
     fn parses_cli_mt_result_codes() {
