@@ -62,12 +62,10 @@ pub fn cli_mt_rc(output: &str) -> Option<i32> {
 /// written, and the listing goes out in pieces, so the event can land inside it (seen once in
 /// CI: `[keeper, zkcli, zookeeper` / `WATCHER::` / `]`): those lines are left out first.
 pub fn zkcli_ls_children(stdout: &str) -> Option<Vec<String>> {
-    let text: String = (stdout.lines().map(str::trim))
+    let lines: Vec<&str> = (stdout.lines().map(str::trim))
         .filter(|l| !l.is_empty() && *l != "WATCHER::" && !l.starts_with("WatchedEvent "))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let start = text.lines().position(|l| l.starts_with('['))?;
-    let joined: String = text.lines().skip(start).collect();
+        .collect();
+    let joined: String = lines[lines.iter().position(|l| l.starts_with('['))?..].concat();
     let end = joined.find(']')?;
     let inner = &joined[1..end];
     Some(if inner.is_empty() { Vec::new() } else { inner.split(", ").map(str::to_string).collect() })

@@ -158,11 +158,9 @@ impl Ensemble {
         loop {
             for (i, c) in self.children.iter_mut().enumerate() {
                 if let Some(Ok(Some(status))) = c.as_mut().map(Child::try_wait) {
-                    let said = std::fs::read_to_string(stderr_file(&self.dir, i))
-                        .map(|s| {
-                            s.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("; ")
-                        })
-                        .unwrap_or_default();
+                    let text = std::fs::read_to_string(stderr_file(&self.dir, i)).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    let said = lines[lines.len().saturating_sub(5)..].join("; ");
                     return Err(format!("{} member {} exited: {status}: {said}", self.label, i + 1));
                 }
             }

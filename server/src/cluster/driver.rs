@@ -131,14 +131,13 @@ impl Drop for DriverHandle {
 /// raft-rs refuses the configuration or the storage.
 pub fn spawn(
     cfg: &ClusterConfig,
-    store: RaftStore,
+    mut store: RaftStore,
     applied: u64,
     net: Arc<dyn Transport>,
     shared: &Arc<Shared>,
     tx: flume::Sender<Input>,
     rx: flume::Receiver<Input>,
 ) -> Result<DriverHandle, String> {
-    let mut store = store;
     // Entries applied on the leader's stored copy before a restart are committed.
     store.commit_at_least(applied);
     let rc = super::timing::raft_config(cfg, applied);

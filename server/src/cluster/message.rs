@@ -8,7 +8,7 @@
 //! it applies them without waiting one more hop for the leader's commit index.
 //!
 //! Encoding (little-endian, `testkeeper_core::codec`): a tag byte, then the fields. A Raft
-//! message is raft-rs's protobuf bytes; a forwarded write carries the request as its opcode
+//! message is raft-rs's protobuf bytes, tagged 8 when `stored` and 1 when not; a forwarded write carries the request as its opcode
 //! and jute body (the wire codec), and the identities of the connection it came from.
 
 use bytes::BytesMut;

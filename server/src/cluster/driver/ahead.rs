@@ -70,8 +70,9 @@ impl Driver {
             return true;
         }
         self.ahead.held = None;
-        let Some(shared) = self.shared.upgrade() else { return false };
-        let applied = shared.engine().state().last_index();
+        // The engine applies only what raft-rs reports committed and what this applied: it
+        // stands at the higher of the two (apply skips anything below it anyway).
+        let applied = log.applied.max(self.ahead.applied_to);
         if index <= applied {
             return true;
         }

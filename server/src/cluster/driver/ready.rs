@@ -113,22 +113,30 @@ impl Driver {
         if entries.is_empty() {
             return true;
         }
-        let mut ours = Vec::with_capacity(entries.len());
-        for re in &entries {
-            match from_raft(re) {
-                Ok(x) => ours.push(x),
-                Err(why) => return self.fail(format!("committed entry {} does not decode: {why}", re.index)),
-            }
-        }
-        self.apply_ours(ours)
+        let decoded = entries
+            .iter()
+            .map(|re| from_raft(re).map_err(|why| format!("committed entry {} does not decode: {why}", re.index)));
+        self.apply_each(decoded)
     }
 
-    /// Applies committed entries of ours, skipping those already applied (on the leader's
-    /// stored copy, `driver/ahead.rs`). Returns false if the engine stopped.
+    /// Applies committed entries already in our form (read from our log).
     pub(super) fn apply_ours(&mut self, entries: Vec<Entry>) -> bool {
+        self.apply_each(entries.into_iter().map(Ok))
+    }
+
+    /// Applies committed entries in order, skipping those already applied (on the leader's
+    /// stored copy, `driver/ahead.rs`). Returns false if the engine stopped.
+    fn apply_each(&mut self, entries: impl Iterator<Item = Result<Entry, String>>) -> bool {
         let Some(shared) = self.shared.upgrade() else { return false };
         let mut e = shared.engine();
         for entry in entries {
+            let entry = match entry {
+                Ok(x) => x,
+                Err(why) => {
+                    drop(e);
+                    return self.fail(why);
+                }
+            };
             if entry.index() <= e.state().last_index() {
                 continue;
             }

@@ -248,8 +248,9 @@ impl Transport for TcpNet {
     }
 
     fn flush(&self) {
-        let outs: Vec<Out> = self.outs.lock().expect("tcp outs").values().cloned().collect();
-        for out in outs {
+        // Held throughout: only the driver sends and flushes, and the writer tasks never take it.
+        let outs = self.outs.lock().expect("tcp outs");
+        for out in outs.values() {
             let frames = std::mem::take(&mut *out.link.pending.lock().expect("tcp pending"));
             if frames.is_empty() {
                 continue;
