@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
-use testkeeper_tests::free_port;
+use testkeeper_tests::free_ports;
 use testkeeper_tests::process::{run_bounded, ServerChild};
 
 use super::common;
@@ -43,12 +43,12 @@ impl ClickHouseServer {
         let mut last_err = String::new();
         // A port from free_port can be taken before the server binds it.
         for _attempt in 0..3 {
-            let tcp_port = free_port();
+            let [tcp_port, http_port, interserver_port] = free_ports(3)[..] else { unreachable!("three ports") };
             let config = template
                 .replace("@DIR@", &dir.path().display().to_string())
                 .replace("@TCP_PORT@", &tcp_port.to_string())
-                .replace("@HTTP_PORT@", &free_port().to_string())
-                .replace("@INTERSERVER_PORT@", &free_port().to_string())
+                .replace("@HTTP_PORT@", &http_port.to_string())
+                .replace("@INTERSERVER_PORT@", &interserver_port.to_string())
                 .replace("@ZK_NODES@", &nodes)
                 .replace("</yandex>", &format!("{extra}</yandex>"));
             let config_path = dir.path().join("config.xml");

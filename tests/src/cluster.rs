@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::env::testkeeper_bin;
-use crate::net::free_port;
+use crate::net::free_ports;
 use crate::process::ServerChild;
 use crate::testkeeper::{spawn_announcing, LISTENING_PREFIX};
 
@@ -75,10 +75,28 @@ impl TestkeeperCluster {
     /// A node that does not come up; the message carries its log tail.
     pub fn start(o: &ClusterOptions) -> Result<TestkeeperCluster, String> {
         eprintln!("cluster seed {} (TESTKEEPER_SEED={} replays it)", o.seed, o.seed);
+        // A port free when chosen can be taken by another test before the node binds it;
+        // then the whole cluster starts again on fresh ports.
+        let mut attempt = 1;
+        loop {
+            match Self::start_on_fresh_ports(o) {
+                Err(e) if attempt < 3 && e.contains("Address already in use") => {
+                    eprintln!("cluster start attempt {attempt}: a port was taken, starting on fresh ports");
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on_fresh_ports(o: &ClusterOptions) -> Result<TestkeeperCluster, String> {
         let dir = tempfile::Builder::new().prefix("testkeeper-cluster-").tempdir().map_err(|e| e.to_string())?;
         let lo = |p: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, p));
         let ids: Vec<u64> = (1..=o.nodes as u64).collect();
-        let raft: BTreeMap<u64, u16> = ids.iter().map(|i| (*i, free_port())).collect();
+        // Raft, client and HTTP port per node, all different.
+        let mut ports = free_ports(3 * ids.len()).into_iter();
+        let mut port = move || ports.next().expect("three ports per node");
+        let raft: BTreeMap<u64, u16> = ids.iter().map(|i| (*i, port())).collect();
         let peers: Vec<String> = raft.iter().map(|(i, p)| format!("{i}=127.0.0.1:{p}")).collect();
         let file = dir.path().join("keeper_config.xml");
         if o.config_file {
@@ -86,7 +104,7 @@ impl TestkeeperCluster {
         }
         let mut slots = BTreeMap::new();
         for id in ids {
-            let (client, http) = (lo(free_port()), lo(free_port()));
+            let (client, http) = (lo(port()), lo(port()));
             let mut args: Vec<String> = vec!["serve".into(), "--flavor".into(), o.flavor.clone()];
             args.extend(["--id".into(), id.to_string()]);
             if o.config_file {

@@ -54,7 +54,7 @@ pub mod zookeeper_ensemble;
 
 pub use cluster::{ClusterOptions, TestkeeperCluster};
 pub use env::{external_prereq, repo_root, testkeeper_bin, venv_python};
-pub use net::{four_letter_word, free_port};
+pub use net::{four_letter_word, free_port, free_ports};
 pub use testkeeper::TestkeeperProcess;
 pub use zookeeper::{ZooKeeperConfig, ZooKeeperProcess};
 pub use zookeeper_ensemble::ZooKeeperEnsemble;

@@ -19,6 +19,19 @@ pub fn free_port() -> u16 {
         .expect("bind 127.0.0.1:0 to find a free port")
 }
 
+/// `n` currently free TCP ports on 127.0.0.1, all different.
+///
+/// Each is held until all are chosen: ports picked one after another with
+/// [`free_port`] can repeat (the kernel may hand a just-released port out
+/// again), and a cluster given one port twice fails to start (a fresh-clone
+/// CI run once gave node 1's raft port to node 2's HTTP listener).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0 to find a free port"))
+        .collect();
+    held.iter().map(|l| l.local_addr().expect("a bound listener's address").port()).collect()
+}
+
 /// Sends a ZooKeeper four-letter word (`ruok`, `srvr`, `mntr`, ...) and
 /// returns the whole reply; the server closes the connection after replying.
 pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::Result<String> {
@@ -73,7 +86,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn free_port_is_bindable() {
+    fn free_ports_are_distinct_and_bindable() {
+        let ports = free_ports(16);
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), 16, "{ports:?}");
         let port = free_port();
         assert_ne!(port, 0);
         TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("port from free_port binds");

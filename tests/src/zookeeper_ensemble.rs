@@ -12,7 +12,7 @@ use tempfile::TempDir;
 
 use crate::cluster_control::ClusterControl;
 use crate::env::{self, ZOOKEEPER_JAR};
-use crate::net::{self, free_port};
+use crate::net::{self, free_ports};
 use crate::process::ServerChild;
 use crate::zookeeper::{cfg_lines, is_serving, spawn_jvm, startup_timeout, ZooKeeperConfig, BIND_ATTEMPTS};
 
@@ -61,7 +61,7 @@ impl ZooKeeperEnsemble {
         let config = ZooKeeperConfig::default();
         let dir = tempfile::Builder::new().prefix("testkeeper-zk3-").tempdir().map_err(|e| e.to_string())?;
         // Client, quorum and election port per server.
-        let ports: Vec<(u16, u16, u16)> = (0..SIZE).map(|_| (free_port(), free_port(), free_port())).collect();
+        let ports: Vec<(u16, u16, u16)> = free_ports(3 * SIZE).chunks(3).map(|p| (p[0], p[1], p[2])).collect();
         let peers: String =
             ports.iter().enumerate().map(|(i, (_, q, e))| format!("server.{}=127.0.0.1:{q}:{e}\n", i + 1)).collect();
         let mut servers = Vec::new();

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::spawn::{four_letter_word, free_port, mntr_value, zookeeper_jvm, STARTUP_TIMEOUT, ZOOKEEPER_JAR};
+use super::spawn::{
+    four_letter_word, free_port, free_ports, mntr_value, zookeeper_jvm, STARTUP_TIMEOUT, ZOOKEEPER_JAR,
+};
 
 /// Members of each cluster.
 pub const SIZE: usize = 3;
@@ -80,8 +82,7 @@ impl Ensemble {
         let tag = if kind == Kind::Testkeeper { "tk" } else { "zk" };
         let dir = std::env::temp_dir().join(format!("testkeeper-bench-{tag}3-{}-{}", std::process::id(), free_port()?));
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let ports: Vec<(u16, u16, u16)> =
-            (0..SIZE).map(|_| Ok((free_port()?, free_port()?, free_port()?))).collect::<Result<_, String>>()?;
+        let ports: Vec<(u16, u16, u16)> = free_ports(3 * SIZE)?.chunks(3).map(|p| (p[0], p[1], p[2])).collect();
         let addrs = ports.iter().map(|p| SocketAddr::from((Ipv4Addr::LOCALHOST, p.0))).collect();
         let commands = match kind {
             Kind::Testkeeper => {

@@ -84,6 +84,15 @@ pub fn free_port() -> Result<u16, String> {
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
 
+/// `n` ports nobody listens on right now, all different: each is held until all are chosen, since
+/// ports picked one by one can repeat (one cluster member's two listeners on one port fails it).
+pub fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let held = (0..n)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("no free port: {e}")))
+        .collect::<Result<Vec<_>, String>>()?;
+    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())).collect()
+}
+
 /// Sends a four-letter word and reads the answer until the server closes.
 pub fn four_letter_word(addr: SocketAddr, word: &str) -> std::io::Result<String> {
     four_letter_word_within(addr, word, Duration::from_secs(2))
