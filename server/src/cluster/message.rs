@@ -64,12 +64,25 @@ impl Msg {
     /// The message's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut w = Writer::new(&mut out);
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the message's bytes to `out` (a transport's frame buffer: a Raft message's
+    /// entries are copied once, into it).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        if let Msg::Raft { msg, stored } = self {
+            // As `Writer::blob` would write it, without the protobuf bytes' own Vec first.
+            out.push(if *stored { 8 } else { 1 });
+            out.extend_from_slice(&msg.compute_size().to_le_bytes());
+            let mut os = protobuf::CodedOutputStream::vec(out);
+            msg.write_to_with_cached_sizes(&mut os).expect("a raft message encodes");
+            os.flush().expect("a Vec takes every byte");
+            return;
+        }
+        let mut w = Writer::new(out);
         match self {
-            Msg::Raft { msg, stored } => {
-                w.u8(if *stored { 8 } else { 1 });
-                w.blob(&msg.write_to_bytes().expect("a raft message encodes"));
-            }
+            Msg::Raft { .. } => unreachable!("written above"),
             Msg::Forward { origin, session, proposal } => {
                 w.u8(2);
                 w.u64(*origin);
@@ -100,7 +113,6 @@ impl Msg {
                 w.i64(*session);
             }
         }
-        out
     }
 
     /// Reads a message.
@@ -197,6 +209,9 @@ mod tests {
         let mut raft = eraftpb::Message::default();
         raft.set_msg_type(eraftpb::MessageType::MsgAppend);
         (raft.to, raft.from, raft.term, raft.commit) = (2, 1, 7, 41);
+        let mut e = eraftpb::Entry::default();
+        (e.index, e.term, e.data) = (42, 7, bytes::Bytes::from_static(b"an entry's bytes"));
+        raft.entries = vec![e.clone(), e].into();
         let msgs = [
             Msg::Raft { msg: raft.clone(), stored: false },
             Msg::Raft { msg: raft, stored: true },

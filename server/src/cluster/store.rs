@@ -63,6 +63,57 @@ pub struct RaftStore {
     hard: eraftpb::HardState,
     conf: ConfState,
     snap: Option<SnapRef>,
+    /// The newest entries as raft-rs appended them, for it to read back when it sends them.
+    tail: Tail,
+}
+
+/// How many of the newest entries [`Tail`] keeps: what a leader sends a follower that keeps
+/// up is always among them.
+const TAIL: usize = 4096;
+
+/// The newest entries of the log in raft-rs's form, contiguous and ending at the log's last
+/// entry (or empty). A leader reads every entry back right after appending it, to send it to
+/// each follower; re-encoding it from our form each time cost more than the append itself
+/// (the data is a shared `Bytes`, so a copy here is a reference count).
+#[derive(Default)]
+struct Tail {
+    entries: VecDeque<RaftEntry>,
+}
+
+impl Tail {
+    fn first(&self) -> Option<u64> {
+        self.entries.front().map(|e| e.index)
+    }
+
+    /// `entries` were appended after everything below `entries[0].index` (a conflicting
+    /// suffix already cut from the log).
+    fn appended(&mut self, entries: &[RaftEntry]) {
+        let Some(first) = entries.first() else { return };
+        match self.first() {
+            Some(f) if first.index > f => self.entries.truncate((first.index - f) as usize),
+            _ => self.entries.clear(),
+        }
+        if self.entries.back().is_some_and(|e| e.index + 1 != first.index) {
+            self.entries.clear();
+        }
+        self.entries.extend(entries.iter().cloned());
+        let over = self.entries.len().saturating_sub(TAIL);
+        self.entries.drain(..over);
+    }
+
+    /// The log now starts at `first`.
+    fn compacted(&mut self, first: u64) {
+        let drop_n = self.first().map_or(0, |f| first.saturating_sub(f) as usize);
+        self.entries.drain(..drop_n.min(self.entries.len()));
+    }
+
+    /// Entries `low..high`, if all of them are here.
+    fn get(&self, low: u64, high: u64) -> Option<Vec<RaftEntry>> {
+        let f = self.first()?;
+        let last = f + self.entries.len() as u64;
+        (low >= f && high <= last)
+            .then(|| self.entries.range((low - f) as usize..(high - f) as usize).cloned().collect())
+    }
 }
 
 impl RaftStore {
@@ -82,7 +133,8 @@ impl RaftStore {
         let mut hard = eraftpb::HardState::default();
         (hard.term, hard.vote, hard.commit) = (span.hard.term, span.hard.vote, span.hard.commit);
         let prior_term = snap.as_ref().filter(|s| s.index + 1 == span.first).map_or(0, |s| s.term);
-        Ok(RaftStore { log, terms, prior_term, hard, conf: ConfState::from((voters, vec![])), snap })
+        let conf = ConfState::from((voters, vec![]));
+        Ok(RaftStore { log, terms, prior_term, hard, conf, snap, tail: Tail::default() })
     }
 
     fn first(&self) -> u64 {
@@ -114,6 +166,7 @@ impl RaftStore {
             .collect::<Result<Vec<_>, _>>()?;
         self.log.append(&ours, self.hard_state())?;
         self.terms.extend(entries.iter().map(|e| e.term));
+        self.tail.appended(entries);
         Ok(())
     }
 
@@ -151,6 +204,7 @@ impl RaftStore {
     pub fn install(&mut self, snap: SnapRef) -> Result<(), LogError> {
         self.log.reset_to(snap.index, snap.term)?;
         self.terms.clear();
+        self.tail = Tail::default();
         self.prior_term = snap.term;
         self.hard.commit = self.hard.commit.max(snap.index);
         self.snap = Some(snap);
@@ -169,6 +223,7 @@ impl RaftStore {
             let before = self.terms.get(drop_n - 1).copied().unwrap_or(self.prior_term);
             self.log.compact_to(keep_from)?;
             self.terms.drain(..drop_n);
+            self.tail.compacted(keep_from);
             self.prior_term = before;
         }
         self.snap = Some(snap);
@@ -207,7 +262,10 @@ impl raft::Storage for RaftStore {
         if high > self.last() + 1 {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
-        let mut out: Vec<RaftEntry> = self.log.entries(low, high).map_err(storage)?.iter().map(to_raft).collect();
+        let mut out = match self.tail.get(low, high) {
+            Some(out) => out,
+            None => self.log.entries(low, high).map_err(storage)?.iter().map(to_raft).collect(),
+        };
         raft::util::limit_size(&mut out, max_size.into());
         Ok(out)
     }
@@ -240,5 +298,63 @@ impl raft::Storage for RaftStore {
         (meta.index, meta.term) = (s.index, s.term);
         meta.set_conf_state(self.conf.clone());
         Ok(snap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use raft::Storage as _;
+
+    use super::*;
+    use crate::log::memory::MemLog;
+
+    fn raft_noops(from: u64, to: u64, term: u64) -> Vec<RaftEntry> {
+        (from..to).map(|i| to_raft(&Entry::noop(i, term))).collect()
+    }
+
+    fn read(s: &RaftStore, low: u64, high: u64) -> Vec<(u64, u64)> {
+        let ctx = GetEntriesContext::empty(false);
+        s.entries(low, high, None, ctx).expect("held").iter().map(|e| (e.index, e.term)).collect()
+    }
+
+    /// What the log itself holds, converted as the store did before it kept a tail.
+    fn from_log(s: &RaftStore, low: u64, high: u64) -> Vec<(u64, u64)> {
+        s.our_entries(low, high).expect("held").iter().map(to_raft).map(|e| (e.index, e.term)).collect()
+    }
+
+    #[test]
+    fn the_tail_answers_as_the_log_through_conflicts_compaction_and_a_snapshot() {
+        let mut s = RaftStore::new(Box::new(MemLog::new(usize::MAX, 0)), vec![1, 2, 3], None).expect("store");
+        s.append(&raft_noops(1, 11, 1), None).expect("append");
+        assert_eq!(s.tail.first(), Some(1));
+        assert_eq!(read(&s, 3, 11), from_log(&s, 3, 11));
+        // A new leader's entries replace the suffix from 6 on.
+        s.append(&raft_noops(6, 9, 2), None).expect("append");
+        assert_eq!(s.last(), 8);
+        assert_eq!(read(&s, 1, 9), from_log(&s, 1, 9));
+        assert_eq!(read(&s, 5, 9), vec![(5, 1), (6, 2), (7, 2), (8, 2)]);
+        let snap = SnapRef { index: 4, term: 1, body: Arc::new(Vec::new()) };
+        s.snapshot_taken(snap, 4).expect("compact");
+        assert_eq!(s.tail.first(), Some(4));
+        assert_eq!(read(&s, 4, 9), from_log(&s, 4, 9));
+        // A leader's snapshot: the log restarts after it, and so does the tail.
+        s.install(SnapRef { index: 20, term: 3, body: Arc::new(Vec::new()) }).expect("install");
+        assert_eq!(s.tail.first(), None);
+        s.append(&raft_noops(21, 24, 3), None).expect("append");
+        assert_eq!(read(&s, 21, 24), from_log(&s, 21, 24));
+    }
+
+    #[test]
+    fn the_tail_keeps_only_the_newest_entries_and_older_ones_come_from_the_log() {
+        let mut s = RaftStore::new(Box::new(MemLog::new(usize::MAX, 0)), vec![1, 2, 3], None).expect("store");
+        let n = TAIL as u64 + 100;
+        for from in (1..=n).step_by(50) {
+            s.append(&raft_noops(from, (from + 50).min(n + 1), 1), None).expect("append");
+        }
+        assert_eq!(s.tail.entries.len(), TAIL);
+        assert_eq!(s.tail.first(), Some(n + 1 - TAIL as u64));
+        assert!(s.tail.get(1, 10).is_none());
+        assert_eq!(read(&s, 1, 10), from_log(&s, 1, 10));
+        assert_eq!(read(&s, n - 5, n + 1), from_log(&s, n - 5, n + 1));
     }
 }

@@ -79,7 +79,7 @@ impl Driver {
         if origin >> 48 == self.id {
             self.in_flight.insert(origin, (self.term, Instant::now()));
         }
-        if let Err(e) = self.node.propose(vec![], to_raft(&entry).data.to_vec()) {
+        if let Err(e) = self.node.propose(vec![], to_raft(&entry).data.into()) {
             warn!(node = self.id, error = %e, "proposal dropped");
             if let Some(p) = self.proposer.as_mut() {
                 p.restore(cp);

@@ -240,11 +240,14 @@ async fn write_all(s: &TcpStream, mut buf: &[u8]) -> io::Result<()> {
 impl Transport for TcpNet {
     fn send(&self, from: NodeId, to: NodeId, msg: Msg) {
         let Some(out) = self.out(to) else { return };
-        let body = msg.encode();
         let mut pending = out.link.pending.lock().expect("tcp pending");
-        pending.extend_from_slice(&((body.len() + 8) as u32).to_be_bytes());
+        // The length goes in front once the message is written behind it.
+        let at = pending.len();
+        pending.extend_from_slice(&[0; 4]);
         pending.extend_from_slice(&from.to_be_bytes());
-        pending.extend_from_slice(&body);
+        msg.encode_into(&mut pending);
+        let len = (pending.len() - at - 4) as u32;
+        pending[at..at + 4].copy_from_slice(&len.to_be_bytes());
     }
 
     fn flush(&self) {
