@@ -113,8 +113,10 @@ impl Driver {
         if entries.is_empty() {
             return true;
         }
-        let decoded = entries
-            .iter()
+        // A follower applied most of them already, on the leader's stored copy: those are not
+        // decoded only to be skipped.
+        let Some(applied) = self.shared.upgrade().map(|s| s.engine().state().last_index()) else { return false };
+        let decoded = (entries.iter().filter(|re| re.index > applied))
             .map(|re| from_raft(re).map_err(|why| format!("committed entry {} does not decode: {why}", re.index)));
         self.apply_each(decoded)
     }
