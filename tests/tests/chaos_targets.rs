@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use testkeeper_tests::env::zookeeper_installed;
 use testkeeper_tests::zookeeper::ZooKeeperProcess;
 use testkeeper_tests::zookeeper_ensemble::ZooKeeperEnsemble;
-use testkeeper_tests::{free_port, require_external, testkeeper_bin, TestkeeperProcess};
+use testkeeper_tests::{free_ports, require_external, testkeeper_bin, TestkeeperProcess};
 
 fn chaos(args: &[&str]) -> Output {
     let out = Command::new(testkeeper_bin()).arg("chaos").args(args).output().expect("run testkeeper chaos");
@@ -43,8 +43,11 @@ fn a_zookeeper_ensemble_passes_set_with_client_side_faults() {
 
 #[test]
 fn a_testkeeper_process_passes_with_its_fault_rules_over_admin() {
-    let http = free_port();
-    let tk = TestkeeperProcess::start(&["--http", &format!("127.0.0.1:{http}"), "--min-session-timeout", "1000"]);
+    // Both ports chosen here: a client port the server picked itself could be this HTTP port.
+    let [listen, http] = free_ports(2)[..] else { unreachable!("two ports") };
+    let args = ["--http", &format!("127.0.0.1:{http}"), "--min-session-timeout", "1000"];
+    let tk = TestkeeperProcess::try_start_listening(&testkeeper_bin(), &format!("127.0.0.1:{listen}"), &args)
+        .unwrap_or_else(|e| panic!("{e}"));
     let admin = format!("127.0.0.1:{http}");
     passes(&tk.addr().to_string(), &["--workload", "register", "--admin", &admin, "--nemesis", "all"]);
 }

@@ -164,7 +164,8 @@ impl RaftStore {
         let ours = (entries.iter())
             .map(|e| from_raft(e).map_err(|c| LogError::Corrupt { file: "raft".into(), index: e.index, why: c.0 }))
             .collect::<Result<Vec<_>, _>>()?;
-        self.log.append(&ours, self.hard_state())?;
+        let hard = self.hard_state();
+        self.log.append_owned(ours, hard)?;
         self.terms.extend(entries.iter().map(|e| e.term));
         self.tail.appended(entries);
         Ok(())

@@ -36,21 +36,45 @@ impl MemLog {
     }
 }
 
-impl Log for MemLog {
-    fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
-        for e in entries {
-            assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");
-            self.last = e.index();
-            self.last_term = e.term();
-            if self.limit > 0 {
+impl MemLog {
+    fn push(&mut self, e: &Entry, keep: Option<Entry>) {
+        self.push_at(e.index(), e.term(), keep);
+    }
+
+    /// Entry `index` of `term` follows; `keep` is the copy to hold (none when nothing is kept).
+    fn push_at(&mut self, index: u64, term: u64, keep: Option<Entry>) {
+        assert_eq!(index, self.last + 1, "invariant: log appends are contiguous");
+        self.last = index;
+        self.last_term = term;
+        match keep {
+            Some(e) if self.limit > 0 => {
                 if self.entries.len() == self.limit {
                     self.entries.pop_front();
                     self.first += 1;
                 }
-                self.entries.push_back(e.clone());
-            } else {
-                self.first = self.last + 1;
+                self.entries.push_back(e);
             }
+            _ => self.first = self.last + 1,
+        }
+    }
+}
+
+impl Log for MemLog {
+    fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
+        if self.limit == 0 {
+            // Nothing is kept: no copy to make.
+            entries.iter().for_each(|e| self.push(e, None));
+        } else {
+            entries.iter().for_each(|e| self.push(e, Some(e.clone())));
+        }
+        self.hard = hard;
+        Ok(())
+    }
+
+    fn append_owned(&mut self, entries: Vec<Entry>, hard: HardState) -> Result<(), LogError> {
+        for e in entries {
+            let (index, term) = (e.index(), e.term());
+            self.push_at(index, term, Some(e));
         }
         self.hard = hard;
         Ok(())
@@ -101,5 +125,41 @@ impl Log for MemLog {
 
     fn stored_before_sending(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noops(from: u64, to: u64) -> Vec<Entry> {
+        (from..to).map(|i| Entry::noop(i, 1)).collect()
+    }
+
+    fn held(log: &MemLog) -> Vec<u64> {
+        log.entries(log.first_index(), log.last_index() + 1).expect("held").iter().map(Entry::index).collect()
+    }
+
+    #[test]
+    fn owned_and_borrowed_appends_keep_the_same_bounded_log() {
+        let hard = HardState { term: 1, vote: 2, commit: 3 };
+        let (mut a, mut b) = (MemLog::new(5, 0), MemLog::new(5, 0));
+        a.append(&noops(1, 4), hard).expect("append");
+        a.append(&noops(4, 9), hard).expect("append");
+        b.append_owned(noops(1, 4), hard).expect("append");
+        b.append_owned(noops(4, 9), hard).expect("append");
+        for log in [&a, &b] {
+            assert_eq!(held(log), vec![4, 5, 6, 7, 8]);
+            assert_eq!(log.span().hard, hard);
+        }
+    }
+
+    #[test]
+    fn a_log_bounded_at_zero_keeps_only_the_indexes() {
+        let mut log = MemLog::new(0, 10);
+        log.append(&noops(11, 13), HardState::default()).expect("append");
+        log.append_owned(noops(13, 15), HardState::default()).expect("append");
+        assert_eq!((log.first_index(), log.last_index()), (15, 14));
+        assert!(log.entries(15, 15).expect("empty range").is_empty());
     }
 }

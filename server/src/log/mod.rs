@@ -99,6 +99,15 @@ pub trait Log: Send {
     /// The storage's failure.
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError>;
 
+    /// [`append`](Log::append) of entries the caller no longer needs: a log that keeps
+    /// entries as they are (memory) takes them instead of a copy.
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn append_owned(&mut self, entries: Vec<Entry>, hard: HardState) -> Result<(), LogError> {
+        self.append(&entries, hard)
+    }
+
     /// Entries with `from <= index < to`.
     ///
     /// # Errors
