@@ -4,7 +4,11 @@
 # in memory; MIX is bench's --mix (default create=25,set=50,delete=25):
 #   [MIX=get=100] [ON=follower|all] scripts/cluster-processes-bench.sh BIN SESSIONS [serve flags...]
 # e.g. scripts/cluster-processes-bench.sh target/release/testkeeper 1 --threads 2
-# Prints bench's median line. The nodes are this script's children, stopped by PID at the end.
+# Prints bench's median line, then the three nodes' CPU time for the whole run (utime + stime,
+# clock ticks, from /proc: less noisy than ops/s on a shared machine). SYSCALLS=1 also counts
+# each node's sendto calls with `perf stat` over 2 s, from 1.5 s into the bench (what a node
+# sends: its clients' replies and its raft frames; docs/cluster.md "Batching").
+# The nodes are this script's children, stopped by PID at the end.
 # The figures in docs/cluster.md ("Threads") come from it; `bench --cluster` is the report's.
 set -euo pipefail
 bin=$1 sessions=$2
@@ -52,4 +56,31 @@ case "${ON:-leader}" in
   follower) target=${follower%%,*} ;;
   all) target="$follower,$leader" ;;
 esac
-"$bin" bench --target "$target" --mix "${MIX:-create=25,set=50,delete=25}" --sessions "$sessions" --rounds 3 --ops 30000 --seed 7 2>&1 | grep median
+"$bin" bench --target "$target" --mix "${MIX:-create=25,set=50,delete=25}" --sessions "$sessions" --rounds 3 --ops 30000 --seed 7 >"$dir/bench.out" 2>&1 &
+bench=$!
+if [ "${SYSCALLS:-0}" = 1 ]; then
+  sleep 1.5
+  for i in 1 2 3; do
+    perf stat -e syscalls:sys_enter_sendto -p "${pids[$((i - 1))]}" -o "$dir/perf$i" -- sleep 2 &
+  done
+  perf stat -e syscalls:sys_enter_sendto -p "$bench" -o "$dir/perf-bench" -- sleep 2
+  sleep 0.2
+fi
+wait "$bench"
+grep median "$dir/bench.out"
+ticks=0
+for p in "${pids[@]}"; do
+  read -r -a f <"/proc/$p/stat"
+  ticks=$((ticks + f[13] + f[14]))
+done
+echo "nodes' cpu ticks: $ticks"
+if [ "${SYSCALLS:-0}" = 1 ]; then
+  # The bench sends one request per write: its count is the writes in those 2 s.
+  echo "bench sendto in 2 s: $(awk '/sys_enter_sendto/ {print $1}' "$dir/perf-bench")"
+  for i in 1 2 3; do
+    addr=$(sed -n 's/^testkeeper listening on //p' "$dir/node$i.out")
+    role=follower
+    [ "$addr" = "$leader" ] && role=leader
+    echo "node $i ($role) sendto in 2 s: $(awk '/sys_enter_sendto/ {print $1}' "$dir/perf$i")"
+  done
+fi

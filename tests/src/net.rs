@@ -13,10 +13,7 @@ use std::time::{Duration, Instant};
 /// before the caller binds it; servers started with it (ZooKeeper) retry on
 /// "address in use" for that reason.
 pub fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind 127.0.0.1:0 to find a free port")
+    free_ports(1)[0]
 }
 
 /// `n` currently free TCP ports on 127.0.0.1, all different.

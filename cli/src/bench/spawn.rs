@@ -80,8 +80,7 @@ pub fn temp_data_dir(what: &str) -> PathBuf {
 
 /// A port nobody listens on right now (another process may still take it before we bind).
 pub fn free_port() -> Result<u16, String> {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("no free port: {e}"))?;
-    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+    Ok(free_ports(1)?[0])
 }
 
 /// `n` ports nobody listens on right now, all different: each is held until all are chosen, since

@@ -9,11 +9,13 @@
 //! # Layout
 //! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
 //!   proposals).
+//! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
 //! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
 
 mod ahead;
+mod inbox;
 mod propose;
 mod ready;
 mod role;
@@ -24,7 +26,6 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use raft::eraftpb::Message;
 use raft::RawNode;
 use testkeeper_core::propose::{Proposal, Proposer};
 use tracing::{error, warn};
@@ -342,58 +343,10 @@ impl Driver {
         }
     }
 
-    fn message(&mut self, from: NodeId, msg: Msg) {
-        match msg {
-            Msg::Raft { msg: m, stored } => {
-                use raft::eraftpb::MessageType::{MsgAppend, MsgHeartbeat};
-                if matches!(m.get_msg_type(), MsgAppend | MsgHeartbeat) && m.term >= self.node.raft.term {
-                    self.leader_commit = self.leader_commit.max(m.commit);
-                }
-                let held = if stored { ahead::held_by_sender(&m) } else { None };
-                match self.node.step(m) {
-                    Ok(()) => self.ahead.leader_holds(held),
-                    Err(e) => warn!(node = self.id, from, error = %e, "raft message refused"),
-                }
-            }
-            Msg::Forward { origin, session, proposal } => self.proposal(origin, session, proposal),
-            Msg::Refuse { origin, code } => self.refuse_local(origin, code),
-            Msg::Touch { sessions } => {
-                if let Some(s) = self.shared.upgrade() {
-                    let mut e = s.engine();
-                    for id in sessions {
-                        e.touch(id);
-                    }
-                }
-            }
-            Msg::SyncAsk { id } => {
-                let index = self.node.raft.raft_log.last_index();
-                self.net.send(self.id, from, Msg::SyncAnswer { id, index });
-            }
-            Msg::SyncAnswer { id, index } => {
-                if let Some(s) = self.shared.upgrade() {
-                    s.engine().sync_answered(id, index);
-                }
-            }
-            Msg::Revalidate { session } => {
-                if let Some(s) = self.shared.upgrade() {
-                    s.engine().set_session_owner(session, from);
-                }
-            }
-        }
-    }
-
     fn publish(&self) {
         let info = self.info();
         if let Some(s) = self.shared.upgrade() {
             s.engine().set_raft_info(info);
-        }
-    }
-
-    /// Sends raft-rs's messages; `stored`: every entry they carry is in this node's log.
-    fn send(&self, msgs: Vec<Message>, stored: bool) {
-        for m in msgs {
-            let to = m.to;
-            self.net.send(self.id, to, Msg::Raft { msg: m, stored });
         }
     }
 

@@ -37,12 +37,8 @@ impl MemLog {
 }
 
 impl MemLog {
-    fn push(&mut self, e: &Entry, keep: Option<Entry>) {
-        self.push_at(e.index(), e.term(), keep);
-    }
-
     /// Entry `index` of `term` follows; `keep` is the copy to hold (none when nothing is kept).
-    fn push_at(&mut self, index: u64, term: u64, keep: Option<Entry>) {
+    fn push(&mut self, index: u64, term: u64, keep: Option<Entry>) {
         assert_eq!(index, self.last + 1, "invariant: log appends are contiguous");
         self.last = index;
         self.last_term = term;
@@ -61,11 +57,9 @@ impl MemLog {
 
 impl Log for MemLog {
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
-        if self.limit == 0 {
-            // Nothing is kept: no copy to make.
-            entries.iter().for_each(|e| self.push(e, None));
-        } else {
-            entries.iter().for_each(|e| self.push(e, Some(e.clone())));
+        for e in entries {
+            // Bounded at 0 nothing is kept, and nothing copied.
+            self.push(e.index(), e.term(), (self.limit > 0).then(|| e.clone()));
         }
         self.hard = hard;
         Ok(())
@@ -73,8 +67,7 @@ impl Log for MemLog {
 
     fn append_owned(&mut self, entries: Vec<Entry>, hard: HardState) -> Result<(), LogError> {
         for e in entries {
-            let (index, term) = (e.index(), e.term());
-            self.push_at(index, term, Some(e));
+            self.push(e.index(), e.term(), Some(e));
         }
         self.hard = hard;
         Ok(())

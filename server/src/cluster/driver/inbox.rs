@@ -1,0 +1,62 @@
+//! What a node's peers send it, stepped or handled by the driver: raft-rs's messages (with
+//! the proof that the sender holds their entries, `driver/ahead.rs`) and ours (forwarded
+//! writes, refusals, session activity, zookeeper-flavor sync, session moves); and raft-rs's
+//! own messages on their way out.
+
+use raft::eraftpb::Message;
+use tracing::warn;
+
+use super::super::message::Msg;
+use super::super::NodeId;
+use super::{ahead, Driver};
+
+impl Driver {
+    /// One message from peer `from`.
+    pub(super) fn message(&mut self, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Raft { msg: m, stored } => {
+                use raft::eraftpb::MessageType::{MsgAppend, MsgHeartbeat};
+                if matches!(m.get_msg_type(), MsgAppend | MsgHeartbeat) && m.term >= self.node.raft.term {
+                    self.leader_commit = self.leader_commit.max(m.commit);
+                }
+                let held = if stored { ahead::held_by_sender(&m) } else { None };
+                match self.node.step(m) {
+                    Ok(()) => self.ahead.leader_holds(held),
+                    Err(e) => warn!(node = self.id, from, error = %e, "raft message refused"),
+                }
+            }
+            Msg::Forward { origin, session, proposal } => self.proposal(origin, session, proposal),
+            Msg::Refuse { origin, code } => self.refuse_local(origin, code),
+            Msg::Touch { sessions } => {
+                if let Some(s) = self.shared.upgrade() {
+                    let mut e = s.engine();
+                    for id in sessions {
+                        e.touch(id);
+                    }
+                }
+            }
+            Msg::SyncAsk { id } => {
+                let index = self.node.raft.raft_log.last_index();
+                self.net.send(self.id, from, Msg::SyncAnswer { id, index });
+            }
+            Msg::SyncAnswer { id, index } => {
+                if let Some(s) = self.shared.upgrade() {
+                    s.engine().sync_answered(id, index);
+                }
+            }
+            Msg::Revalidate { session } => {
+                if let Some(s) = self.shared.upgrade() {
+                    s.engine().set_session_owner(session, from);
+                }
+            }
+        }
+    }
+
+    /// Sends raft-rs's messages; `stored`: every entry they carry is in this node's log.
+    pub(super) fn send(&self, msgs: Vec<Message>, stored: bool) {
+        for m in msgs {
+            let to = m.to;
+            self.net.send(self.id, to, Msg::Raft { msg: m, stored });
+        }
+    }
+}
