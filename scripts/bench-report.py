@@ -292,7 +292,7 @@ def cluster_section(c):
     where = (f"on this 2-core machine (load average {load:.1f} when it ended)" if load is not None
              else "on this shared 2-core machine")
     L.append(f"`testkeeper bench --cluster` (`cli/src/bench/cluster.rs`), run {run_at} {where}: three "
-             "`testkeeper serve --id N --peers ...` processes (keeper flavor, in memory, default threads (one per core) and "
+             "`testkeeper serve --id N --peers ...` processes (keeper flavor, in memory, default threads (for members all on loopback, the cores divided among the three: one each on 2 cores, docs/cluster.md \"Threads\") and "
              "Raft timings: 20 ms ticks, election after 10-14 ticks, a distinct offset per node) "
              "against three ZooKeeper 3.8 JVMs (Debian's package, `forceSync=no`, tickTime 2000, -Xmx1000m), "
              "all six on this machine's loopback. Sessions are spread over the three members in turn"

@@ -17,6 +17,7 @@ mod serve;
 mod serve_cluster;
 mod serve_limits;
 mod serve_storage;
+mod serve_threads;
 mod snapshot;
 
 use std::process::ExitCode;
@@ -92,10 +93,11 @@ fn main() -> ExitCode {
         matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
     );
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    // Without --threads, tokio's default: one per core, or TOKIO_WORKER_THREADS.
+    // Without --threads, tokio's default (one per core, or TOKIO_WORKER_THREADS), except for a
+    // cluster whose members all run on this host: they share its cores (serve_threads.rs).
     if let Command::Serve(args) = &cli.command {
-        if let Some(n) = args.threads {
-            builder.worker_threads(n.into());
+        if let Some(n) = args.threads.map(usize::from).or_else(|| serve_threads::default_threads(&args.cluster)) {
+            builder.worker_threads(n);
         }
     }
     let rt = match builder.enable_all().build() {

@@ -71,7 +71,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub http: Option<SocketAddr>,
     /// Threads that serve clients, and on a cluster node its peers and, in memory, its Raft
-    /// driver (tokio workers; default: one per core). See docs/cluster.md, "Threads".
+    /// driver (tokio workers; default: one per core, or for a cluster whose members all have
+    /// loopback addresses, the cores divided among them). See docs/cluster.md, "Threads".
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     #[command(flatten)]

@@ -141,13 +141,18 @@ pub fn spawn(
 ) -> Result<DriverHandle, String> {
     // Entries applied on the leader's stored copy before a restart are committed.
     store.commit_at_least(applied);
-    let rc = super::timing::raft_config(cfg, applied);
+    let stored_first = store.stored_before_sending();
+    // With the leader, a follower is a majority only among three voters or fewer.
+    let ahead_on = cfg.peers.len() <= 3;
+    let mut rc = super::timing::raft_config(cfg, applied);
+    // Followers that apply on the leader's stored copy have no use for the append a leader
+    // sends only to say that its commit index moved (`driver/ahead.rs`); the next append or
+    // heartbeat carries the index anyway.
+    rc.skip_bcast_commit = stored_first && ahead_on;
     rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
     let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(|e| format!("raft node: {e}"))?;
     let fresh = node.raft.term == 0 && node.raft.raft_log.last_index() == 0;
-    let stored_first = node.store().stored_before_sending();
-    // With the leader, this node is a majority only among three voters or fewer.
-    let ahead = ahead::Ahead::new(stored_first && cfg.peers.len() <= 3);
+    let ahead = ahead::Ahead::new(ahead_on);
     let early_campaigns = if fresh { super::timing::early_campaigns(cfg) } else { Vec::new() };
     let d = Driver {
         id: cfg.id,
