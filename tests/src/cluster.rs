@@ -26,6 +26,9 @@ pub struct ClusterOptions {
     pub flavor: String,
     /// Give every node a data directory of its own (`--data-dir`), kept across restarts.
     pub data_dirs: bool,
+    /// Nodes given a data directory even without `data_dirs` (a cluster that mixes durable
+    /// and in-memory nodes).
+    pub durable: Vec<u64>,
     /// Start the nodes from one Keeper XML file with `--id` instead of `--peers`.
     pub config_file: bool,
     /// The run's seed (`--seed`), printed by the cluster's start.
@@ -43,6 +46,7 @@ impl ClusterOptions {
             nodes: 3,
             flavor: flavor.into(),
             data_dirs: false,
+            durable: Vec::new(),
             config_file: false,
             seed,
             extra: Vec::new(),
@@ -114,7 +118,7 @@ impl TestkeeperCluster {
             }
             args.extend(["--listen".into(), client.to_string(), "--http".into(), http.to_string()]);
             args.extend(["--seed".into(), o.seed.to_string()]);
-            if o.data_dirs {
+            if o.data_dirs || o.durable.contains(&id) {
                 args.extend(["--data-dir".into(), dir.path().join(format!("node-{id}")).display().to_string()]);
             }
             args.extend(o.extra.iter().cloned());

@@ -1,7 +1,8 @@
 //! A 3-node cluster of `testkeeper serve --id N --peers ...` processes over TCP: a leader is
 //! elected, writes through any node reach every replica, kazoo and Apache ZooKeeper's Java
 //! client fail over when the leader is killed (in both flavors), the killed node comes back and
-//! catches up, a Keeper XML file starts the same cluster, and a node whose tree diverges exits
+//! catches up, a Keeper XML file starts the same cluster, a durable follower of an in-memory
+//! leader applies on the leader's stored copy, and a node whose tree diverges exits
 //! non-zero with Keeper's message while the others keep serving.
 
 use std::io::{BufRead, BufReader, Write};
@@ -211,6 +212,51 @@ fn a_keeper_xml_file_starts_the_same_cluster_with_data_directories() {
     let leader = c.await_leader(WAIT).unwrap();
     write(c.addr(leader), "/after");
     assert_ne!(converged(&mut c).0, digest);
+}
+
+/// A durable follower of an in-memory leader applies on the leader's stored copy as the
+/// in-memory followers do (after its own flush): that leader sends no append only to move the
+/// commit index, so a follower that waited for the commit would answer only at a heartbeat.
+#[test]
+fn a_durable_follower_of_an_in_memory_leader_applies_on_its_stored_copy() {
+    let mut o = ClusterOptions::new("keeper");
+    o.durable = vec![3];
+    let (mut c, leader) = cluster(&o);
+    if leader == 3 {
+        let said = four_letter_word(c.addr(1), "rqld", WAIT).unwrap();
+        assert!(said.contains("Sent leadership request"), "{said}");
+        let until = Instant::now() + WAIT;
+        while c.role(1).as_deref() != Some("leader") {
+            assert!(Instant::now() < until, "node 1 did not take the leadership\n{}", c.describe(10));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let applied_on_stored = |c: &TestkeeperCluster| {
+        let (code, body) = http(c.http(3), "GET", "/api/v1/cluster", "").unwrap();
+        assert_eq!(code, 200, "{body}");
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(status["role"].as_str(), Some("follower"), "{body}");
+        status["applied_on_stored"].as_u64().expect("applied_on_stored")
+    };
+    let before = applied_on_stored(&c);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        use testkeeper_wire::client::{Client, ConnectOptions};
+        use testkeeper_wire::records::create::create_mode;
+        use testkeeper_wire::Acl;
+        let zk = Client::connect(c.addr(3), ConnectOptions::default()).await.expect("connect");
+        for i in 0..20 {
+            zk.create(&format!("/d{i}"), b"v", &Acl::open(), create_mode::PERSISTENT).await.expect("create");
+        }
+    });
+    let after = applied_on_stored(&c);
+    assert!(
+        after >= before + 20,
+        "node 3 applied {} of its 20 writes on the leader's stored copy",
+        after.saturating_sub(before)
+    );
+    let (_, count) = converged(&mut c);
+    assert!(count.parse::<usize>().unwrap() > 20, "{count} znodes");
 }
 
 #[test]
