@@ -92,14 +92,24 @@ fn main() -> ExitCode {
         &cli.log_format,
         matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
     );
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
     // Without --threads, tokio's default (one per core, or TOKIO_WORKER_THREADS), except for a
     // cluster whose members all run on this host: they share its cores (serve_threads.rs).
-    if let Command::Serve(args) = &cli.command {
-        if let Some(n) = args.threads.map(usize::from).or_else(|| serve_threads::default_threads(&args.cluster)) {
-            builder.worker_threads(n);
+    let threads = match &cli.command {
+        Command::Serve(args) => args.threads.map(usize::from).or_else(|| serve_threads::default_threads(&args.cluster)),
+        _ => None,
+    };
+    // One thread is a current-thread runtime: every task runs on the thread that serves,
+    // without the hand-off between the main thread and a lone worker (docs/cluster.md,
+    // "Threads").
+    let mut builder = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
         }
-    }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
