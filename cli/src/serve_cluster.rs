@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::Args;
 use testkeeper_server::clock::Clock;
-use testkeeper_server::cluster::net::tcp::TcpNet;
+use testkeeper_server::cluster::net::tcp::{PeerSockets, TcpNet};
 use testkeeper_server::cluster::node::Node;
 use testkeeper_server::cluster::{parse_peers, ClusterConfig, NodeId};
 use testkeeper_server::config::{Fsync, ServerConfig};
@@ -35,6 +35,11 @@ pub struct ClusterArgs {
     /// Where this node listens for its peers (default: its own entry in --peers).
     #[arg(long, value_name = "ADDR", value_parser = crate::addr::listen)]
     pub raft_listen: Option<SocketAddr>,
+    /// Reach every peer over TCP. By default a peer on loopback is reached over a Unix socket
+    /// named after its Raft address when it listens on one (Linux); this is for whatever sits
+    /// between the nodes at the TCP level, such as `tc netem` on `lo` or a TCP proxy.
+    #[arg(long)]
+    pub raft_tcp_only: bool,
     /// A ClickHouse Keeper XML configuration (keeper_server: server_id, tcp_port,
     /// raft_configuration, coordination_settings...; see docs/cluster.md). Flags given on the
     /// command line win over it, so one file can serve every node with --id.
@@ -82,6 +87,7 @@ impl ClusterArgs {
         self.id.is_some()
             || self.peers.is_some()
             || self.raft_listen.is_some()
+            || self.raft_tcp_only
             || self.cluster_config.is_some()
             || self.raft_tick_ms.is_some()
             || self.election_ticks.is_some()
@@ -210,7 +216,8 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     if cfg.data_dir.is_none() {
         cc.driver_runtime = Some(tokio::runtime::Handle::current());
     }
-    let (net, raft_bound) = TcpNet::bind(raft_listen, cc.peers.clone())
+    let sockets = if args.cluster.raft_tcp_only { PeerSockets::TcpOnly } else { PeerSockets::SameHostUnix };
+    let (net, raft_bound) = TcpNet::bind(raft_listen, cc.peers.clone(), sockets)
         .await
         .map_err(|e| format!("cannot listen for raft peers on {raft_listen}: {e}"))?;
     let (listen, data_dir, flavor, seed) = (cfg.listen, cfg.data_dir.clone(), cfg.flavor, cfg.seed);

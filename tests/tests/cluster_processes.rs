@@ -1,5 +1,5 @@
-//! A 3-node cluster of `testkeeper serve --id N --peers ...` processes over TCP: a leader is
-//! elected, writes through any node reach every replica, kazoo and Apache ZooKeeper's Java
+//! A 3-node cluster of `testkeeper serve --id N --peers ...` processes (over their Unix
+//! sockets, and over TCP with `--raft-tcp-only`): a leader is elected, writes through any node reach every replica, kazoo and Apache ZooKeeper's Java
 //! client fail over when the leader is killed (in both flavors), the killed node comes back and
 //! catches up, a Keeper XML file starts the same cluster, a durable follower of an in-memory
 //! leader applies on the leader's stored copy, and a node whose tree diverges exits
@@ -129,8 +129,14 @@ fn rejoin(c: &mut TestkeeperCluster, old: u64) {
 
 #[test]
 fn three_processes_elect_one_leader_and_replicate_through_any_node() {
-    for flavor in ["keeper", "zookeeper"] {
-        let (mut c, leader) = cluster(&ClusterOptions::new(flavor));
+    // The peers reach each other over their Unix sockets by default (on Linux), over TCP with
+    // --raft-tcp-only: one flavor runs each way.
+    for (flavor, tcp_only) in [("keeper", false), ("zookeeper", true)] {
+        let mut o = ClusterOptions::new(flavor);
+        if tcp_only {
+            o.extra.push("--raft-tcp-only".into());
+        }
+        let (mut c, leader) = cluster(&o);
         let roles: Vec<String> = c.ids().iter().map(|i| c.role(*i).unwrap_or_default()).collect();
         assert_eq!(roles.iter().filter(|r| *r == "leader").count(), 1, "{flavor}: {roles:?}");
         let srvr = four_letter_word(c.addr(leader), "srvr", WAIT).unwrap();
@@ -154,6 +160,17 @@ fn three_processes_elect_one_leader_and_replicate_through_any_node() {
         });
         let (_, count) = converged(&mut c);
         assert!(count.parse::<usize>().unwrap() > 10, "{flavor}: {count} znodes");
+        let socket = if tcp_only || !cfg!(target_os = "linux") { "\"tcp\"" } else { "\"unix\"" };
+        for id in c.ids() {
+            let log = c.log_tail(id, 500);
+            let dialed: Vec<&str> = log.lines().filter(|l| l.contains("raft peer connected")).collect();
+            // The leader has dialed both followers; a follower at least the leader.
+            let least = if id == leader { 2 } else { 1 };
+            assert!(
+                dialed.len() >= least && dialed.iter().all(|l| l.contains(&format!("socket={socket}"))),
+                "{flavor}: node {id} should reach its peers over {socket}: {dialed:?}"
+            );
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //! - `mem`: an in-process network for `TestKeeperCluster`, with seeded per-link faults
 //!   (drop, delay, jitter, duplicate, reorder) and partitions.
 //! - `tcp`: length-prefixed frames over TCP between `serve` processes.
+//! - `local`: the same frames over a Unix socket to a peer on loopback.
 
+mod local;
 pub mod mem;
 pub mod tcp;
 

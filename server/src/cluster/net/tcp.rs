@@ -1,7 +1,8 @@
 //! The cluster's TCP transport between `serve` processes: each node listens on its Raft
 //! address and keeps one outgoing connection per peer (reconnecting with backoff). A frame is
 //! a big-endian u32 length, the sender's id (u64), and the message. A peer that is down costs
-//! nothing but dropped messages (its queue is bounded): Raft retries on its own.
+//! nothing but dropped messages (its queue is bounded): Raft retries on its own. A peer on
+//! loopback is reached over a Unix socket when it has one (`local`, [`PeerSockets`]).
 //!
 //! `send` only encodes: the frames of one driver turn go out together at its `flush`, with a
 //! non-blocking write from the driver itself when nothing is queued for the peer and the
@@ -18,11 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
+use super::local::Conn;
 use super::Transport;
 use crate::cluster::message::Msg;
 use crate::cluster::{Input, NodeId};
@@ -46,7 +48,7 @@ struct Link {
     /// Frames of this turn, until the driver's `flush`.
     pending: Mutex<Vec<u8>>,
     /// The connection, while the writer has one.
-    stream: Mutex<Option<Arc<TcpStream>>>,
+    stream: Mutex<Option<Arc<Conn>>>,
     /// Frames handed to the writer task and not written yet: while there are any, a new
     /// frame queues behind them, so frames leave in the order they were sent.
     queued: AtomicUsize,
@@ -69,13 +71,31 @@ impl Link {
     }
 }
 
+/// Which sockets carry the frames between nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PeerSockets {
+    /// A Unix socket to a peer on loopback that listens on one (every node does, on Linux,
+    /// when its Raft address is on loopback), TCP to the rest.
+    #[default]
+    SameHostUnix,
+    /// TCP only: for whatever sits between the nodes at the TCP level (`--raft-tcp-only`).
+    TcpOnly,
+}
+
 /// The TCP transport of one node.
 pub struct TcpNet {
     peers: BTreeMap<NodeId, String>,
     outs: Mutex<HashMap<NodeId, Out>>,
-    /// The bound Raft listener, until [`attach`](Self::attach) starts accepting on it.
-    listener: Mutex<Option<TcpListener>>,
+    /// The bound Raft listeners, until [`attach`](Self::attach) starts accepting on them.
+    listener: Mutex<Option<Listeners>>,
+    sockets: PeerSockets,
     rt: tokio::runtime::Handle,
+}
+
+struct Listeners {
+    tcp: TcpListener,
+    #[cfg(target_os = "linux")]
+    unix: Option<tokio::net::UnixListener>,
 }
 
 impl TcpNet {
@@ -85,13 +105,26 @@ impl TcpNet {
     ///
     /// # Errors
     /// The address cannot be bound.
-    pub async fn bind(listen: SocketAddr, peers: BTreeMap<NodeId, String>) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
-        let listener = TcpListener::bind(listen).await?;
-        let bound = listener.local_addr()?;
+    pub async fn bind(
+        listen: SocketAddr,
+        peers: BTreeMap<NodeId, String>,
+        sockets: PeerSockets,
+    ) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
+        let tcp = TcpListener::bind(listen).await?;
+        let bound = tcp.local_addr()?;
+        let listeners = Listeners {
+            tcp,
+            #[cfg(target_os = "linux")]
+            unix: match sockets {
+                PeerSockets::SameHostUnix => super::local::listen(bound),
+                PeerSockets::TcpOnly => None,
+            },
+        };
         let net = TcpNet {
             peers,
             outs: Mutex::new(HashMap::new()),
-            listener: Mutex::new(Some(listener)),
+            listener: Mutex::new(Some(listeners)),
+            sockets,
             rt: tokio::runtime::Handle::current(),
         };
         Ok((Arc::new(net), bound))
@@ -104,21 +137,46 @@ impl TcpNet {
     pub async fn start(
         listen: SocketAddr,
         peers: BTreeMap<NodeId, String>,
+        sockets: PeerSockets,
         input: flume::Sender<Input>,
     ) -> io::Result<(Arc<TcpNet>, SocketAddr)> {
-        let (net, bound) = Self::bind(listen, peers).await?;
+        let (net, bound) = Self::bind(listen, peers, sockets).await?;
         net.attach(input);
         Ok((net, bound))
     }
 
     /// Starts accepting peers' connections, handing every message to `input`. A second call
-    /// does nothing (the listener is taken by the first).
+    /// does nothing (the listeners are taken by the first).
     pub fn attach(&self, input: flume::Sender<Input>) {
-        let Some(listener) = self.listener.lock().expect("tcp listener").take() else { return };
+        let Some(listeners) = self.listener.lock().expect("tcp listener").take() else { return };
+        #[cfg(target_os = "linux")]
+        if let Some(unix) = listeners.unix {
+            let input = input.clone();
+            self.rt.spawn(async move {
+                loop {
+                    match unix.accept().await {
+                        Ok((s, _)) => {
+                            let input = input.clone();
+                            tokio::spawn(async move {
+                                if let Err(e) = read_frames(s, &input).await {
+                                    debug!(error = %e, "raft peer connection (unix) ended");
+                                }
+                            });
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "raft accept (unix) failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            });
+        }
+        let tcp = listeners.tcp;
         self.rt.spawn(async move {
             loop {
-                match listener.accept().await {
+                match tcp.accept().await {
                     Ok((s, peer)) => {
+                        let _ = s.set_nodelay(true);
                         let input = input.clone();
                         tokio::spawn(async move {
                             if let Err(e) = read_frames(s, &input).await {
@@ -143,7 +201,8 @@ impl TcpNet {
         let addr = self.peers.get(&to)?.clone();
         let (tx, rx) = mpsc::channel(QUEUE);
         let out = Out { tx, link: Arc::new(Link::default()) };
-        self.rt.spawn(write_frames(addr, rx, out.link.clone()));
+        let unix = self.sockets == PeerSockets::SameHostUnix;
+        self.rt.spawn(write_frames(addr, unix, rx, out.link.clone()));
         outs.insert(to, out.clone());
         Some(out)
     }
@@ -152,8 +211,7 @@ impl TcpNet {
 /// Bytes of frames written in one `write` (what queued while the last one was written).
 const WRITE_BATCH: usize = 256 * 1024;
 
-async fn read_frames(s: TcpStream, input: &flume::Sender<Input>) -> io::Result<()> {
-    let _ = s.set_nodelay(true);
+async fn read_frames(s: impl AsyncRead + Unpin, input: &flume::Sender<Input>) -> io::Result<()> {
     // Buffered: a frame's length and body, and the frames behind it, in one read.
     let mut s = tokio::io::BufReader::with_capacity(64 * 1024, s);
     loop {
@@ -171,11 +229,14 @@ async fn read_frames(s: TcpStream, input: &flume::Sender<Input>) -> io::Result<(
     }
 }
 
-async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<Link>) {
+async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<Link>) {
     let mut backoff = Duration::from_millis(10);
     'connect: loop {
-        let s = match TcpStream::connect(&addr).await {
-            Ok(s) => Arc::new(s),
+        let s = match Conn::connect(&addr, unix).await {
+            Ok(s) => {
+                info!(%addr, socket = s.kind(), "raft peer connected");
+                Arc::new(s)
+            }
             Err(e) => {
                 debug!(%addr, error = %e, "raft peer unreachable");
                 // Drain what queued meanwhile: stale Raft messages only confuse a peer.
@@ -190,7 +251,6 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<L
                 continue;
             }
         };
-        let _ = s.set_nodelay(true);
         backoff = Duration::from_millis(10);
         *link.stream.lock().expect("tcp link") = Some(s.clone());
         let mut batch = Vec::with_capacity(WRITE_BATCH);
@@ -224,7 +284,7 @@ async fn write_frames(addr: String, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<L
 
 /// Writes all of `buf` to a connection `send` may also write to (never at the same time: it
 /// writes only while nothing is queued, and this writes only what was queued).
-async fn write_all(s: &TcpStream, mut buf: &[u8]) -> io::Result<()> {
+async fn write_all(s: &Conn, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
         s.writable().await?;
         match s.try_write(buf) {
@@ -270,70 +330,114 @@ impl Transport for TcpNet {
 }
 
 #[cfg(test)]
+impl TcpNet {
+    /// Which socket carries frames to `to` now ("tcp" or "unix"), once connected.
+    fn socket_to(&self, to: NodeId) -> Option<&'static str> {
+        let out = self.outs.lock().expect("tcp outs").get(&to)?.clone();
+        let s = out.link.stream.lock().expect("tcp link").clone()?;
+        Some(s.kind())
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
+    const BOTH: [PeerSockets; 2] = [PeerSockets::SameHostUnix, PeerSockets::TcpOnly];
+
+    /// The socket a sender with `sockets` uses to a receiver with the same setting.
+    fn expected(sockets: PeerSockets) -> &'static str {
+        match sockets {
+            PeerSockets::SameHostUnix if cfg!(target_os = "linux") => "unix",
+            _ => "tcp",
+        }
+    }
+
+    async fn recv(rx: &flume::Receiver<Input>) -> Input {
+        let rx = rx.clone();
+        tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(10)).expect("a message")).await.unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn messages_cross_between_two_nodes_and_survive_a_late_listener() {
+        for sockets in BOTH {
+            let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+            let (tx1, rx1) = flume::unbounded();
+            let (tx2, rx2) = flume::unbounded();
+            // Node 2 binds first and attaches late: node 1's frames wait in the kernel meanwhile.
+            let (n2, a2) = TcpNet::bind(any, BTreeMap::new(), sockets).await.unwrap();
+            let (n1, a1) = TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), sockets, tx1).await.unwrap();
+            n1.send(1, 2, Msg::SyncAsk { id: 7 });
+            n1.flush();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            n2.attach(tx2);
+            let got = recv(&rx2).await;
+            assert!(matches!(got, Input::Net { from: 1, msg: Msg::SyncAsk { id: 7 } }), "{sockets:?}: {got:?}");
+            assert_eq!(n1.socket_to(2), Some(expected(sockets)), "{sockets:?}");
+            // And back, once node 2 knows node 1's address.
+            let back = TcpNet { peers: BTreeMap::from([(1, a1.to_string())]), ..Arc::into_inner(n2).unwrap() };
+            back.send(2, 1, Msg::SyncAnswer { id: 7, index: 9 });
+            back.flush();
+            let got = recv(&rx1).await;
+            assert!(matches!(got, Input::Net { from: 2, msg: Msg::SyncAnswer { id: 7, index: 9 } }), "{got:?}");
+            // A message to a node nobody knows is dropped, not an error.
+            n1.send(1, 9, Msg::SyncAsk { id: 1 });
+            n1.flush();
+        }
+    }
+
+    /// A node that dials loopback peers' Unix sockets reaches one without any (started with
+    /// `TcpOnly`, or a build off Linux) over TCP, and one node of each kind talk both ways.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_peer_without_a_unix_socket_is_reached_over_tcp() {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let (tx1, rx1) = flume::unbounded();
         let (tx2, rx2) = flume::unbounded();
-        // Node 2 binds first and attaches late: node 1's frames wait in the kernel meanwhile.
-        let (n2, a2) = TcpNet::bind(any, BTreeMap::new()).await.unwrap();
-        let (n1, a1) = TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), tx1).await.unwrap();
-        n1.send(1, 2, Msg::SyncAsk { id: 7 });
-        n1.flush();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (n2, a2) = TcpNet::bind(any, BTreeMap::new(), PeerSockets::TcpOnly).await.unwrap();
+        let (n1, a1) =
+            TcpNet::start(any, BTreeMap::from([(2, a2.to_string())]), PeerSockets::SameHostUnix, tx1).await.unwrap();
+        let n2 = TcpNet { peers: BTreeMap::from([(1, a1.to_string())]), ..Arc::into_inner(n2).unwrap() };
         n2.attach(tx2);
-        let got = tokio::task::spawn_blocking(move || rx2.recv_timeout(Duration::from_secs(5))).await.unwrap();
-        assert!(matches!(got, Ok(Input::Net { from: 1, msg: Msg::SyncAsk { id: 7 } })), "{got:?}");
-        // And back, once node 2 knows node 1's address.
-        let back = TcpNet { peers: BTreeMap::from([(1, a1.to_string())]), ..Arc::into_inner(n2).unwrap() };
-        back.send(2, 1, Msg::SyncAnswer { id: 7, index: 9 });
-        back.flush();
-        let got = tokio::task::spawn_blocking(move || rx1.recv_timeout(Duration::from_secs(5))).await.unwrap();
-        assert!(matches!(got, Ok(Input::Net { from: 2, msg: Msg::SyncAnswer { id: 7, index: 9 } })), "{got:?}");
-        // A message to a node nobody knows is dropped, not an error.
-        n1.send(1, 9, Msg::SyncAsk { id: 1 });
+        n1.send(1, 2, Msg::SyncAsk { id: 3 });
         n1.flush();
+        assert!(matches!(recv(&rx2).await, Input::Net { from: 1, msg: Msg::SyncAsk { id: 3 } }));
+        assert_eq!(n1.socket_to(2), Some("tcp"));
+        n2.send(2, 1, Msg::SyncAnswer { id: 3, index: 4 });
+        n2.flush();
+        assert!(matches!(recv(&rx1).await, Input::Net { from: 2, msg: Msg::SyncAnswer { id: 3, index: 4 } }));
+        assert_eq!(n2.socket_to(1), Some("tcp"));
     }
 
     /// Frames too big for the socket buffer (a short direct write, its tail queued) and
     /// small ones behind them (queued while the tail waits) arrive whole and in order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn big_and_small_frames_arrive_whole_and_in_order() {
-        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let (tx2, rx2) = flume::unbounded();
-        let (_n2, a2) = TcpNet::start(any, BTreeMap::new(), tx2).await.unwrap();
-        let (n1, _) = TcpNet::bind(any, BTreeMap::from([(2, a2.to_string())])).await.unwrap();
-        // The first message connects; wait for it so the rest take the direct path.
-        n1.send(1, 2, Msg::SyncAsk { id: 0 });
-        n1.flush();
-        let first = tokio::task::spawn_blocking({
-            let rx2 = rx2.clone();
-            move || rx2.recv_timeout(Duration::from_secs(5))
-        });
-        assert!(matches!(first.await.unwrap(), Ok(Input::Net { msg: Msg::SyncAsk { id: 0 }, .. })));
-        let big = |i: i64| Msg::Touch { sessions: vec![i; 300_000] };
-        for i in 1..=20u64 {
-            n1.send(1, 2, if i % 4 == 0 { big(i as i64) } else { Msg::SyncAsk { id: i } });
-            // Some turns of one message, some of several.
-            if i % 3 == 0 {
-                n1.flush();
+        for sockets in BOTH {
+            let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+            let (tx2, rx2) = flume::unbounded();
+            let (_n2, a2) = TcpNet::start(any, BTreeMap::new(), sockets, tx2).await.unwrap();
+            let (n1, _) = TcpNet::bind(any, BTreeMap::from([(2, a2.to_string())]), sockets).await.unwrap();
+            // The first message connects; wait for it so the rest take the direct path.
+            n1.send(1, 2, Msg::SyncAsk { id: 0 });
+            n1.flush();
+            assert!(matches!(recv(&rx2).await, Input::Net { msg: Msg::SyncAsk { id: 0 }, .. }));
+            assert_eq!(n1.socket_to(2), Some(expected(sockets)), "{sockets:?}");
+            let big = |i: i64| Msg::Touch { sessions: vec![i; 300_000] };
+            for i in 1..=20u64 {
+                n1.send(1, 2, if i % 4 == 0 { big(i as i64) } else { Msg::SyncAsk { id: i } });
+                // Some turns of one message, some of several.
+                if i % 3 == 0 {
+                    n1.flush();
+                }
             }
-        }
-        n1.flush();
-        let got = tokio::task::spawn_blocking(move || {
-            (1..=20).map(|_| rx2.recv_timeout(Duration::from_secs(10)).expect("a message")).collect::<Vec<_>>()
-        })
-        .await
-        .unwrap();
-        for (i, input) in (1..=20u64).zip(got) {
-            let Input::Net { msg, .. } = input else { panic!("not a message") };
-            match msg {
-                Msg::SyncAsk { id } => assert_eq!(id, i),
-                Msg::Touch { sessions } => assert!(i % 4 == 0 && sessions == vec![i as i64; 300_000], "{i}"),
-                other => panic!("{other:?}"),
+            n1.flush();
+            for i in 1..=20u64 {
+                let Input::Net { msg, .. } = recv(&rx2).await else { panic!("not a message") };
+                match msg {
+                    Msg::SyncAsk { id } => assert_eq!(id, i, "{sockets:?}"),
+                    Msg::Touch { sessions } => assert!(i % 4 == 0 && sessions == vec![i as i64; 300_000], "{i}"),
+                    other => panic!("{other:?}"),
+                }
             }
         }
     }
