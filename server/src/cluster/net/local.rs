@@ -14,10 +14,12 @@
 //! behind). Anything between the nodes at the TCP level (a proxy, `tc netem` on `lo`) needs
 //! `--raft-tcp-only`, which turns this off; the frames are the same either way.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 
-use tokio::net::TcpStream;
+use tokio::io::AsyncRead;
+use tokio::net::{TcpListener, TcpStream};
 #[cfg(target_os = "linux")]
 use tokio::net::{UnixListener, UnixStream};
 
@@ -70,6 +72,34 @@ impl Conn {
             #[cfg(target_os = "linux")]
             Conn::Unix(_) => "unix",
         }
+    }
+}
+
+/// A listener for peers' connections: the TCP one, and the Unix one beside it.
+pub(super) trait Accept: Send + Sync + 'static {
+    type Stream: AsyncRead + Unpin + Send + 'static;
+    /// The next connection, with the peer's address for the logs.
+    fn accept_peer(&self) -> impl Future<Output = io::Result<(Self::Stream, String)>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    async fn accept_peer(&self) -> io::Result<(TcpStream, String)> {
+        let (s, peer) = self.accept().await?;
+        let _ = s.set_nodelay(true);
+        Ok((s, peer.to_string()))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Accept for UnixListener {
+    type Stream = UnixStream;
+    async fn accept_peer(&self) -> io::Result<(UnixStream, String)> {
+        // A client's abstract address is unnamed: the listener's own name says which it was.
+        let (s, _) = self.accept().await?;
+        let name =
+            self.local_addr().ok().and_then(|a| a.as_abstract_name().map(|n| String::from_utf8_lossy(n).into_owned()));
+        Ok((s, format!("unix:@{}", name.unwrap_or_default())))
     }
 }
 

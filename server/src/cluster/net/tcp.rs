@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use super::local::Conn;
+use super::local::{Accept, Conn};
 use super::Transport;
 use crate::cluster::message::Msg;
 use crate::cluster::{Input, NodeId};
@@ -151,46 +151,9 @@ impl TcpNet {
         let Some(listeners) = self.listener.lock().expect("tcp listener").take() else { return };
         #[cfg(target_os = "linux")]
         if let Some(unix) = listeners.unix {
-            let input = input.clone();
-            self.rt.spawn(async move {
-                loop {
-                    match unix.accept().await {
-                        Ok((s, _)) => {
-                            let input = input.clone();
-                            tokio::spawn(async move {
-                                if let Err(e) = read_frames(s, &input).await {
-                                    debug!(error = %e, "raft peer connection (unix) ended");
-                                }
-                            });
-                        }
-                        Err(e) => {
-                            warn!(error = %e, "raft accept (unix) failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    }
-                }
-            });
+            self.rt.spawn(accept_frames(unix, input.clone()));
         }
-        let tcp = listeners.tcp;
-        self.rt.spawn(async move {
-            loop {
-                match tcp.accept().await {
-                    Ok((s, peer)) => {
-                        let _ = s.set_nodelay(true);
-                        let input = input.clone();
-                        tokio::spawn(async move {
-                            if let Err(e) = read_frames(s, &input).await {
-                                debug!(%peer, error = %e, "raft peer connection ended");
-                            }
-                        });
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "raft accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-        });
+        self.rt.spawn(accept_frames(listeners.tcp, input));
     }
 
     fn out(&self, to: NodeId) -> Option<Out> {
@@ -210,6 +173,26 @@ impl TcpNet {
 
 /// Bytes of frames written in one `write` (what queued while the last one was written).
 const WRITE_BATCH: usize = 256 * 1024;
+
+/// Accepts peers' connections on `listener` for ever, reading each one's frames into `input`.
+async fn accept_frames(listener: impl Accept, input: flume::Sender<Input>) {
+    loop {
+        match listener.accept_peer().await {
+            Ok((s, peer)) => {
+                let input = input.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = read_frames(s, &input).await {
+                        debug!(%peer, error = %e, "raft peer connection ended");
+                    }
+                });
+            }
+            Err(e) => {
+                warn!(error = %e, "raft accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
 
 async fn read_frames(s: impl AsyncRead + Unpin, input: &flume::Sender<Input>) -> io::Result<()> {
     // Buffered: a frame's length and body, and the frames behind it, in one read.
