@@ -109,16 +109,23 @@ fn name(addr: SocketAddr) -> Option<String> {
     addr.ip().is_loopback().then(|| format!("\0testkeeper-raft/{addr}"))
 }
 
-/// The Unix listener beside a loopback TCP listener bound at `bound`. None off loopback, off
-/// Linux, or when the name is taken (then peers reach this node over TCP, which is still
-/// correct).
+/// The Unix listener beside a loopback TCP listener bound at `bound`. None off loopback or
+/// when the name cannot be bound. A name is only taken while another process holds it, and
+/// peers that dial it reach that process instead of this node: that is logged as a warning
+/// (`--raft-tcp-only` on every node avoids it).
 #[cfg(target_os = "linux")]
 pub(super) fn listen(bound: SocketAddr) -> Option<UnixListener> {
     let name = name(bound)?;
     match UnixListener::bind(&name) {
         Ok(l) => Some(l),
         Err(e) => {
-            tracing::debug!(%bound, error = %e, "no same-host raft socket; peers use TCP");
+            tracing::warn!(
+                %bound,
+                error = %e,
+                "cannot listen on the same-host raft socket @{}: peers on this host that dial it reach \
+                 whoever holds it (run every node with --raft-tcp-only to use TCP only)",
+                &name[1..]
+            );
             None
         }
     }
@@ -134,5 +141,17 @@ mod tests {
         assert_eq!(name("[::1]:9000".parse().unwrap()).as_deref(), Some("\0testkeeper-raft/[::1]:9000"));
         assert_eq!(name("10.0.0.1:9000".parse().unwrap()), None);
         assert_eq!(name("0.0.0.0:9000".parse().unwrap()), None);
+    }
+
+    /// A name another socket holds is not bound twice: the node goes without (and warns).
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_taken_name_leaves_the_node_without_a_unix_listener() {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let first = listen(addr).expect("a free name binds");
+        assert!(listen(addr).is_none(), "the name is held by the first listener");
+        drop(first);
+        assert!(listen(addr).is_some(), "a name is free again once its socket closes");
     }
 }
