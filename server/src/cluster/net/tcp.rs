@@ -266,14 +266,14 @@ async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>,
 }
 
 /// Writes all of `buf` to a connection `send` may also write to (never at the same time: it
-/// writes only while nothing is queued, and this writes only what was queued).
+/// writes only while nothing is queued, and this writes only what was queued). It waits for
+/// room only after a write would have blocked: waiting registers a Unix socket (`local`).
 async fn write_all(s: &Conn, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
-        s.writable().await?;
         match s.try_write(buf) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => s.writable().await?,
             Err(e) => return Err(e),
         }
     }
