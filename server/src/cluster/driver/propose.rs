@@ -86,8 +86,11 @@ impl Driver {
             }
             self.in_flight.remove(&origin);
             self.refuse(origin, ZkError::ConnectionLoss.code());
-        } else if let Some(early) = self.early.as_mut() {
-            early.appended(&mut shared.engine(), &entry, origin >> 48 == self.id);
+        } else {
+            if let Some(early) = self.early.as_mut() {
+                early.appended(&mut shared.engine(), &entry, origin >> 48 == self.id);
+            }
+            self.decided.push_back(entry);
         }
     }
 

@@ -116,9 +116,23 @@ impl Driver {
         // A follower applied most of them already, on the leader's stored copy: those are not
         // decoded only to be skipped.
         let Some(applied) = self.shared.upgrade().map(|s| s.engine().state().last_index()) else { return false };
-        let decoded = (entries.iter().filter(|re| re.index > applied))
-            .map(|re| from_raft(re).map_err(|why| format!("committed entry {} does not decode: {why}", re.index)));
-        self.apply_each(decoded)
+        let decoded: Vec<_> = (entries.iter().filter(|re| re.index > applied))
+            .map(|re| match self.take_decided(re.index, re.term) {
+                Some(ours) => Ok(ours),
+                None => from_raft(re).map_err(|why| format!("committed entry {} does not decode: {why}", re.index)),
+            })
+            .collect();
+        self.apply_each(decoded.into_iter())
+    }
+
+    /// This leader's own entry at `index`, as it decided it, if it proposed the entry Raft
+    /// committed there (the same term); older ones are dropped on the way.
+    fn take_decided(&mut self, index: u64, term: u64) -> Option<Entry> {
+        while self.decided.front().is_some_and(|d| d.index() < index) {
+            self.decided.pop_front();
+        }
+        let d = self.decided.front()?;
+        (d.index() == index && d.term() == term).then(|| self.decided.pop_front()).flatten()
     }
 
     /// Applies committed entries already in our form (read from our log).

@@ -109,6 +109,7 @@ impl Driver {
         info!(node = self.id, role = role.name(), leader, term, "raft role changed");
         self.proposer = None;
         self.early = None;
+        self.decided.clear();
         if role == Role::Leader {
             // raft-rs appended this term's first (empty) entry when it became leader.
             self.lead_start = self.node.raft.raft_log.last_index();
