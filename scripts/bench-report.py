@@ -267,9 +267,17 @@ def watch_section(w):
 CLUSTER_TITLE = "## A 3-node cluster vs a 3-server ZooKeeper ensemble"
 
 
+# Unmeasured ops per workload on each cluster before its rounds. ZooKeeper's JVMs need this
+# many to compile their write path: after bench's default (ops / 4, 5000), the ensemble's writes
+# at 32 sessions still rose from 6806 to 12370 ops/s over five rounds (2026-12-02 15:15 run), so
+# the median ratio compared against a half-warm ZooKeeper.
+CLUSTER_WARMUP_OPS = 80000
+
+
 def cluster_bench(ops, rounds):
     """`testkeeper bench --cluster`: both clusters spawned here, rounds alternating."""
-    return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds)
+    return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds,
+                 "--warmup", str(CLUSTER_WARMUP_OPS))
 
 
 def leaders_note(leaders):
@@ -298,7 +306,8 @@ def cluster_section(c):
              "all six on this machine's loopback. Sessions are spread over the three members in turn"
              + leaders_note(c.get("leaders_at_start")) + "; rounds "
              f"alternate between the clusters (A B, B A, ...), {cfg['rounds']} per cluster, {cfg['ops']} ops per "
-             f"round after {cfg['warmup']} unmeasured ones, {cfg['value_size']} B values over {cfg['keys']} keys, "
+             f"round, after {cfg['warmup']} unmeasured ops of each workload on each cluster (so that ZooKeeper's JIT has "
+             f"compiled its write path), {cfg['value_size']} B values over {cfg['keys']} keys, "
              f"seed {cfg['seed']}; ratios (testkeeper / ZooKeeper) are medians of per-round ratios.\n")
     L.append("| workload | sessions | throughput ratio | p99 ratio | testkeeper ops/s | ZooKeeper ops/s "
              "| testkeeper p99 µs | ZooKeeper p99 µs |")
