@@ -267,17 +267,16 @@ def watch_section(w):
 CLUSTER_TITLE = "## A 3-node cluster vs a 3-server ZooKeeper ensemble"
 
 
-# Unmeasured ops per workload on each cluster before its rounds. ZooKeeper's JVMs need this
-# many to compile their write path: after bench's default (ops / 4, 5000), the ensemble's writes
-# at 32 sessions still rose from 6806 to 12370 ops/s over five rounds (2026-12-02 15:15 run), so
-# the median ratio compared against a half-warm ZooKeeper.
-CLUSTER_WARMUP_OPS = 80000
-
-
 def cluster_bench(ops, rounds):
-    """`testkeeper bench --cluster`: both clusters spawned here, rounds alternating."""
+    """`testkeeper bench --cluster`: both clusters spawned here, rounds alternating.
+
+    Each workload is warmed with four rounds' worth of ops on each cluster (80000 in the full
+    run), which ZooKeeper's JVMs need to compile their write path: after bench's default of a
+    quarter round, the ensemble's writes at 32 sessions still rose over the measured rounds
+    (6806 to 12370 ops/s in the first round's and the fourth's lines of a run's output), and
+    the median ratio was taken against a half-warm ZooKeeper."""
     return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds,
-                 "--warmup", str(CLUSTER_WARMUP_OPS))
+                 "--warmup", 4 * ops)
 
 
 def leaders_note(leaders):

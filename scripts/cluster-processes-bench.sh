@@ -5,9 +5,11 @@
 #   [MIX=get=100] [ON=follower|all] scripts/cluster-processes-bench.sh BIN SESSIONS [serve flags...]
 # e.g. scripts/cluster-processes-bench.sh target/release/testkeeper 1 --threads 2
 # Prints bench's median line, then the three nodes' CPU time for the whole run (utime + stime,
-# clock ticks, from /proc: less noisy than ops/s on a shared machine). SYSCALLS=1 also counts
-# each node's sendto calls with `perf stat` over 2 s, from 1.5 s into the bench (what a node
-# sends: its clients' replies and its raft frames; docs/cluster.md "Batching").
+# clock ticks, from /proc: less noisy than ops/s on a shared machine). SYSCALLS=1 also counts,
+# with `perf stat` over 2 s from 1.5 s into the bench, each node's sendto calls (what a node
+# sends: its clients' replies and its raft frames; docs/cluster.md "Batching"), epoll_waits and
+# context switches (each a wake-up; docs/cluster.md "Same-host peers"), and prints each per
+# write as well.
 # The nodes are this script's children, stopped by PID at the end.
 # The figures in docs/cluster.md ("Threads") come from it; `bench --cluster` is the report's.
 set -euo pipefail
@@ -61,7 +63,8 @@ bench=$!
 if [ "${SYSCALLS:-0}" = 1 ]; then
   sleep 1.5
   for i in 1 2 3; do
-    perf stat -e syscalls:sys_enter_sendto -p "${pids[$((i - 1))]}" -o "$dir/perf$i" -- sleep 2 &
+    perf stat -e syscalls:sys_enter_sendto,syscalls:sys_enter_epoll_wait,context-switches \
+      -p "${pids[$((i - 1))]}" -o "$dir/perf$i" -- sleep 2 &
   done
   perf stat -e syscalls:sys_enter_sendto -p "$bench" -o "$dir/perf-bench" -- sleep 2
   sleep 0.2
@@ -76,11 +79,17 @@ done
 echo "nodes' cpu ticks: $ticks"
 if [ "${SYSCALLS:-0}" = 1 ]; then
   # The bench sends one request per write: its count is the writes in those 2 s.
-  echo "bench sendto in 2 s: $(awk '/sys_enter_sendto/ {print $1}' "$dir/perf-bench")"
+  writes=$(awk '/sys_enter_sendto/ {gsub(",", "", $1); print $1}' "$dir/perf-bench")
+  echo "bench sendto in 2 s: $writes"
   for i in 1 2 3; do
     addr=$(sed -n 's/^testkeeper listening on //p' "$dir/node$i.out")
     role=follower
     [ "$addr" = "$leader" ] && role=leader
-    echo "node $i ($role) sendto in 2 s: $(awk '/sys_enter_sendto/ {print $1}' "$dir/perf$i")"
+    awk -v node="$i" -v role="$role" -v w="$writes" '
+      /sys_enter_sendto/ {gsub(",", "", $1); s = $1}
+      /sys_enter_epoll_wait/ {gsub(",", "", $1); e = $1}
+      /context-switches/ {gsub(",", "", $1); c = $1}
+      END {printf "node %s (%s) in 2 s: sendto %s, epoll_wait %s, context switches %s; per write %.2f, %.2f, %.2f\n",
+           node, role, s, e, c, s / w, e / w, c / w}' "$dir/perf$i"
   done
 fi

@@ -81,7 +81,8 @@ pub struct Driver {
     ahead: ahead::Ahead,
     /// This leader's entries as it decided them, in index order, until they are applied: the
     /// leader applies these rather than decoding the copies raft-rs hands back (decoding was
-    /// 5% of a leader's CPU at 32 sessions). An entry is used only where index and term match.
+    /// 5% of a leader's CPU in `perf record` while `ON=all scripts/cluster-processes-bench.sh
+    /// BIN 32` wrote). An entry is used only where index and term match.
     decided: VecDeque<Entry>,
 }
 

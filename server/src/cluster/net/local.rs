@@ -18,9 +18,9 @@
 //! ([`Conn::writable`]). A Unix socket's sender is woken for writability every time its peer
 //! reads (the kernel frees the bytes it charged to the sender), where TCP wakes a writer only
 //! after a write found its buffer full; registered for writability all the time, every frame
-//! a node sent woke it once more when the peer read it: measured over 20000 writes through a
-//! 3-node cluster, each follower went through 2 `epoll_wait`s and 2 context switches per write
-//! instead of TCP's 1.
+//! a node sent woke it once more when the peer read it: the follower that does not hold the
+//! client went through 2 `epoll_wait`s per write instead of TCP's 1 (`SYSCALLS=1` of
+//! scripts/cluster-processes-bench.sh; docs/cluster.md "Same-host peers" has the figures).
 
 use std::future::Future;
 use std::io;
