@@ -70,11 +70,13 @@ async fn reset_over_http_and_the_guard_covers_the_new_routes() {
     let c = connect(&tk).await;
     mk(&c, "/r").await.unwrap();
     tk.add_fault("delay:ms=1").unwrap();
-    // No JSON content type and no X-Testkeeper header: refused, nothing happens.
+    // A write from another origin: refused, nothing happens.
     for (method, path) in
         [("POST", "/api/v1/reset"), ("POST", "/api/v1/sessions/0x1/expire"), ("DELETE", "/api/v1/connections/1")]
     {
-        let (status, _) = http_with(h, method, path, &[], "").await;
+        let (status, _) = http_with(h, method, path, &["Origin: http://127.0.0.1:1"], "").await;
+        assert_eq!(status, 403, "{method} {path}");
+        let (status, _) = http_with(h, method, path, &["Sec-Fetch-Site: cross-site"], "").await;
         assert_eq!(status, 403, "{method} {path}");
     }
     let (status, _) = http_with(h, "GET", "/api/v1/sessions", &["Origin: http://evil.example"], "").await;

@@ -28,6 +28,8 @@ pub struct Node {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// Every member's Raft address, for the dashboard's `/dashboard/content`.
+    peers: std::collections::BTreeMap<NodeId, String>,
 }
 
 impl Node {
@@ -79,7 +81,7 @@ impl Node {
         let driver = driver::spawn(cc, store, applied, net, &shared, tx, rx).map_err(invalid)?;
         let (stop, _) = watch::channel(false);
         let tasks = crate::net::serve(listener, &shared, &stop);
-        Ok(Node { id: cc.id, shared, driver, addr, stop, tasks })
+        Ok(Node { id: cc.id, shared, driver, addr, stop, tasks, peers: cc.peers.clone() })
     }
 
     /// The client address.
@@ -139,7 +141,8 @@ impl Node {
     /// # Errors
     /// The address cannot be bound.
     pub async fn start_http(&self, addr: SocketAddr) -> io::Result<crate::http::HttpServer> {
-        crate::http::HttpServer::start(addr, self.shared.clone()).await
+        let peers = crate::http::dashboard::Peers(self.peers.clone());
+        crate::http::HttpServer::start_with(addr, self.shared.clone(), peers).await
     }
 
     /// The engine, for the cluster harness (faults, snapshots).

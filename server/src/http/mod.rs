@@ -19,10 +19,13 @@
 //! | `POST /api/v1/cluster/transfer-leadership` | `{"to":N}` (default this node): as `rqld`, for any node |
 //! | `POST /api/v1/cluster/yield-leadership` | as `ydld` |
 //! | `POST /api/v1/cluster/faults/{kind}` | arms `invalid-digest-next` or `corrupt-next-apply` on this node |
+//! | `GET/HEAD/POST /api/v1/storage/{op}/<path>` | Keeper's storage API (`storage.rs`) |
+//! | `GET /dashboard` | the dashboard page; `GET /dashboard/content`: Keeper's JSON for it |
+//! | `GET /api/v1/dashboard` | testkeeper's own summary for the page (`dashboard.rs`) |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
 //! Every route sits behind one guard (`guard.rs`): a non-loopback `Origin` is refused, and a
-//! write needs `Content-Type: application/json` or an `X-Testkeeper` header.
+//! write from a browser page must come from this endpoint's own origin; curl needs no header.
 //!
 //! # Layout
 //! - this file: the router and [`HttpServer`] (bind, serve, stop).
@@ -33,14 +36,18 @@
 //! - `sessions`: sessions, connections and reset.
 //! - `metrics`: `/metrics`.
 //! - `cluster`: a cluster node's status, leadership moves, divergence faults and gauges.
+//! - `storage`: Keeper's storage API.
+//! - `dashboard`: the dashboard page and its JSON.
 
 pub mod client;
 mod cluster;
 mod control;
+pub mod dashboard;
 mod faults;
 pub mod guard;
 mod metrics;
 mod sessions;
+pub mod storage;
 
 use std::io;
 use std::net::SocketAddr;
@@ -48,7 +55,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::middleware;
-use axum::routing::{delete, get, post};
+use axum::routing::{any, delete, get, post};
+use axum::Extension;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -62,6 +70,11 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The routes, over the server's shared state, all behind [`guard::guard`].
 pub fn router(shared: Arc<Shared>) -> Router {
+    router_with(shared, dashboard::Peers::default())
+}
+
+/// [`router`] for a cluster node that knows its peers' Raft addresses (`/dashboard/content`).
+pub fn router_with(shared: Arc<Shared>, peers: dashboard::Peers) -> Router {
     Router::new()
         .route("/ready", get(control::ready))
         .route("/api/v1/commands/{word}", get(control::command))
@@ -78,7 +91,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/cluster/transfer-leadership", post(cluster::transfer))
         .route("/api/v1/cluster/yield-leadership", post(cluster::yield_leadership))
         .route("/api/v1/cluster/faults/{kind}", post(cluster::arm_fault))
+        .route(storage::PREFIX, any(storage::storage))
+        .route(&format!("{}/", storage::PREFIX), any(storage::storage))
+        .route(&format!("{}/{{*rest}}", storage::PREFIX), any(storage::storage))
+        .route("/dashboard", get(dashboard::page))
+        .route("/dashboard/content", get(dashboard::content))
+        .route("/api/v1/dashboard", get(dashboard::summary))
         .with_state(shared)
+        .layer(Extension(peers))
         // Last, so it wraps every route above (add new routes above this line) and the
         // fallback: nothing reaches a handler unguarded.
         .layer(middleware::from_fn(guard::guard))
@@ -98,10 +118,18 @@ impl HttpServer {
     /// # Errors
     /// When the address cannot be bound.
     pub async fn start(addr: SocketAddr, shared: Arc<Shared>) -> io::Result<HttpServer> {
+        HttpServer::start_with(addr, shared, dashboard::Peers::default()).await
+    }
+
+    /// [`HttpServer::start`] for a cluster node, naming its peers' Raft addresses.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start_with(addr: SocketAddr, shared: Arc<Shared>, peers: dashboard::Peers) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (stop, mut rx) = watch::channel(false);
-        let app = router(shared);
+        let app = router_with(shared, peers);
         let task = tokio::spawn(async move {
             // Stops when told, or when the sender is dropped with the `TestKeeper`.
             let shutdown = async move {
