@@ -128,3 +128,12 @@ if [ "${#ch_need[@]}" -gt 0 ]; then
     log "pip install ${ch_need[*]}"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${ch_need[@]}"
 fi
+
+# ---------------------------------------------------------------------------
+# The dashboard's browser test (tests/tests/dashboard_browser.rs): Debian's
+# headless-capable chromium, driven over CDP on a pipe; nothing is downloaded
+# by the test itself. Same rules: quiet, idempotent.
+# ---------------------------------------------------------------------------
+if ! is_installed chromium; then
+    apt_install chromium
+fi

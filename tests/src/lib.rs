@@ -7,6 +7,7 @@
 //!
 //! * [`data_dir`]: a `serve --data-dir` directory: its sled log read and damaged
 //!   through sled's API, and a picture of its contents to compare;
+//! * [`chromium`]: a headless Debian `chromium` driven over CDP (the dashboard's browser test);
 //! * [`env`]: where things live (repo, venv, `testkeeper` binary) and the
 //!   skip-or-fail policy for missing external prerequisites;
 //! * [`net`]: free loopback ports and four-letter-word queries;
@@ -33,6 +34,7 @@
 //! It never links the other workspace crates: the point is to exercise the
 //! binary over the wire, the way real clients do.
 
+pub mod chromium;
 pub mod clis;
 pub mod cluster;
 pub mod cluster_control;

@@ -1,0 +1,129 @@
+//! The dashboard in a real browser: headless Debian `chromium` opens `/dashboard` on a
+//! `testkeeper serve --http`, creates a znode through the page's form (a client then reads
+//! it), and presses a session's Expire button (that client's session then ends and its
+//! ephemeral goes). Skips where chromium is missing; fails there under
+//! `TESTKEEPER_REQUIRE_EXTERNAL=1`.
+//!
+//! `TESTKEEPER_DASHBOARD_SCREENSHOT=FILE` also saves a PNG of the page at the end (how
+//! docs/img/dashboard.png is made), and `TESTKEEPER_DASHBOARD_CHAOS=REPORT.json` loads a
+//! `testkeeper chaos --json` report through the page's file input first.
+
+use std::time::Duration;
+
+use serde_json::json;
+use testkeeper_tests::chromium::{chromium_path, Browser};
+use testkeeper_tests::{require_external, TestkeeperProcess};
+use testkeeper_wire::client::{Client, ConnectOptions};
+use testkeeper_wire::records::create::create_mode;
+use testkeeper_wire::Acl;
+
+const HTTP_PREFIX: &str = "testkeeper http listening on ";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The admin address `serve` printed on stderr.
+fn admin(server: &TestkeeperProcess) -> String {
+    let log = server.log_tail(200);
+    let addr = log.lines().find_map(|l| l.strip_prefix(HTTP_PREFIX));
+    format!("http://{}", addr.unwrap_or_else(|| panic!("no `{HTTP_PREFIX}<addr>` in the log:\n{log}")).trim())
+}
+
+async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, f).await.expect("timed out")
+}
+
+/// JS string literal.
+fn js(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_creates_a_node_and_expires_a_session_in_chromium() {
+    require_external!("Debian chromium (apt-get install chromium)", chromium_path().is_some());
+    let server = TestkeeperProcess::start(&["--http", "127.0.0.1:0", "--flavor", "keeper"]);
+    let url = admin(&server);
+    let reader = bounded(Client::connect(server.addr(), ConnectOptions::default())).await.expect("connect");
+    let victim = bounded(Client::connect(server.addr(), ConnectOptions::default())).await.expect("connect");
+    bounded(victim.create("/held", b"", &Acl::open(), create_mode::EPHEMERAL)).await.unwrap();
+    bounded(victim.exists("/watched", true)).await.unwrap();
+    let victim_id = format!("{:#x}", victim.session_id());
+
+    let mut b = Browser::launch(&chromium_path().unwrap()).expect("launch chromium");
+    let page = format!("{url}/dashboard");
+    b.open(&page).unwrap_or_else(|e| panic!("{e}\n{}", b.stderr()));
+    b.wait_for("document.readyState === 'complete' && !!window.tk", WAIT, "the page to load").unwrap();
+    b.wait_for("document.getElementById('live').textContent.startsWith('live')", WAIT, "the first poll").unwrap();
+
+    // Create a node through the page's form, as a user would: type, click.
+    let created = b
+        .eval(&format!(
+            "document.getElementById('new-path').value = {}; document.getElementById('new-data').value = {};
+             document.getElementById('create').click(); true",
+            js("/made_in_browser"),
+            js("hello from chromium")
+        ))
+        .unwrap();
+    assert_eq!(created, json!(true));
+    b.wait_for("document.getElementById('tree-msg').textContent === 'created /made_in_browser'", WAIT, "the create")
+        .unwrap_or_else(|e| {
+            let msg = b.eval("document.getElementById('tree-msg').textContent").unwrap_or_default();
+            panic!("{e}: page says {msg}");
+        });
+    let (data, stat) = bounded(reader.get_data("/made_in_browser", false)).await.expect("the node the page made");
+    assert_eq!((data.as_slice(), stat.version), (&b"hello from chromium"[..], 0));
+    // The page lists it, and shows its data once opened.
+    b.wait_for(
+        "[...document.querySelectorAll('#children li')].some(li => li.textContent === 'made_in_browser')",
+        WAIT,
+        "the new child in the tree",
+    )
+    .unwrap();
+    b.eval("window.tk.openPath('/made_in_browser').then(() => true)").unwrap();
+    b.wait_for("document.getElementById('data').textContent === 'hello from chromium'", WAIT, "the data view").unwrap();
+
+    // The victim's session is listed with its ephemeral and its watch; press its Expire button.
+    let row = format!("document.querySelector('#sessions tr[data-session={}]')", js(&victim_id));
+    b.wait_for(
+        &format!("!!{row} && {row}.textContent.includes('/held') && {row}.textContent.includes('/watched')"),
+        WAIT,
+        "the victim's session row with its ephemeral and watch",
+    )
+    .unwrap();
+    b.eval(&format!("{row}.querySelector('button.expire').click(); true")).unwrap();
+    b.wait_for(
+        &format!("document.getElementById('session-msg').textContent === {}", js(&format!("expired {victim_id}"))),
+        WAIT,
+        "the page to report the expiry",
+    )
+    .unwrap();
+    // The victim's session is over: its connection closes and its ephemeral is gone.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !victim.is_closed() {
+        assert!(std::time::Instant::now() < deadline, "the expired session's connection stayed open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(bounded(victim.exists("/", false)).await.is_err(), "the expired session still answers");
+    assert!(bounded(reader.exists("/held", false)).await.unwrap().is_none(), "the ephemeral outlived its session");
+    b.wait_for(&format!("!{row}"), WAIT, "the session row to go").unwrap();
+
+    // A fault rule added through the page is in force for clients.
+    b.eval("document.getElementById('fault-rule').value = 'error:code=-101,path=/made_in_browser,op=getData,count=1'; document.getElementById('fault-add').click(); true").unwrap();
+    b.wait_for("document.getElementById('fault-msg').textContent.startsWith('rule ')", WAIT, "the rule to be added")
+        .unwrap();
+    let faulted = bounded(reader.get_data("/made_in_browser", false)).await;
+    assert_eq!(faulted.err().and_then(|e| e.code()), Some(-101), "the page's rule fired");
+
+    if let Ok(report) = std::env::var("TESTKEEPER_DASHBOARD_CHAOS") {
+        let doc = b.call("DOM.getDocument", json!({}), true).unwrap();
+        let input = b
+            .call("DOM.querySelector", json!({"nodeId": doc["root"]["nodeId"], "selector": "#chaos-file"}), true)
+            .unwrap();
+        b.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [report]}), true).unwrap();
+        b.wait_for("!!document.querySelector('#chaos-view svg')", WAIT, "the chaos timeline").unwrap();
+    }
+    if let Ok(path) = std::env::var("TESTKEEPER_DASHBOARD_SCREENSHOT") {
+        b.eval("window.tk.openPath('/made_in_browser').then(() => true)").unwrap();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        std::fs::write(&path, b.screenshot().unwrap()).unwrap();
+        eprintln!("dashboard screenshot written to {path}");
+    }
+}
