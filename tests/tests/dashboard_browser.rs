@@ -121,9 +121,33 @@ async fn dashboard_creates_a_node_and_expires_a_session_in_chromium() {
         b.wait_for("!!document.querySelector('#chaos-view svg')", WAIT, "the chaos timeline").unwrap();
     }
     if let Ok(path) = std::env::var("TESTKEEPER_DASHBOARD_SCREENSHOT") {
-        b.eval("window.tk.openPath('/made_in_browser').then(() => true)").unwrap();
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        // Something to look at: a worker session with an ephemeral and a watch, and traffic.
+        let worker = bounded(Client::connect(server.addr(), ConnectOptions::default())).await.unwrap();
+        bounded(worker.create("/workers", b"", &Acl::open(), create_mode::PERSISTENT)).await.unwrap();
+        bounded(worker.create(
+            "/workers/w1",
+            b"{\"host\":\"10.0.0.7\",\"slots\":4}",
+            &Acl::open(),
+            create_mode::EPHEMERAL,
+        ))
+        .await
+        .unwrap();
+        bounded(worker.get_children("/workers", true)).await.unwrap();
+        let load = tokio::spawn(async move {
+            let end = std::time::Instant::now() + Duration::from_secs(6);
+            let mut i = 0u64;
+            while std::time::Instant::now() < end {
+                let _ = worker.set_data("/workers/w1", format!("{{\"beat\":{i}}}").as_bytes(), -1).await;
+                let _ = worker.get_data("/made_in_browser", false).await;
+                i += 1;
+            }
+            worker
+        });
+        b.eval("window.tk.openPath('/workers/w1').then(() => true)").unwrap();
+        b.eval("document.querySelector('#view button[data-v=json]').click(); true").unwrap();
+        tokio::time::sleep(Duration::from_millis(5000)).await;
         std::fs::write(&path, b.screenshot().unwrap()).unwrap();
         eprintln!("dashboard screenshot written to {path}");
+        drop(load.await);
     }
 }
