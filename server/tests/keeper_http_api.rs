@@ -253,8 +253,12 @@ async fn dashboard_page_and_keepers_content_json() {
     tk.shutdown().await;
 }
 
-/// A follower whose leader and quorum are gone answers the storage API with 503, as Keeper does
-/// when its server is not active; `/dashboard/content` then has no `keeper_details`.
+/// A cluster, as ClickHouse's `test_keeper_http_control/test.py` checks one: `/ready` is 200
+/// with role `leader` on the leader and `follower`/`hasLeader: true` on a follower; the
+/// leader's `/dashboard/content` knows its peers' health. A follower whose leader and quorum
+/// are gone answers `/ready` with 503 `fail` and `hasLeader: false` (the test's partitioned
+/// case), the storage API with 503 as Keeper does when its server is not active, and
+/// `/dashboard/content` without `keeper_details`.
 #[tokio::test]
 async fn storage_api_is_503_without_a_leader() {
     let mut cfg = ServerConfig::new(Flavor::Keeper);
@@ -264,6 +268,36 @@ async fn storage_api_is_503_without_a_leader() {
     let follower = cluster.ids().into_iter().find(|&id| id != leader).unwrap();
     let http = cluster.node(follower).unwrap().start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let h = http.addr();
+    let lead_http = cluster.node(leader).unwrap().start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let lh = lead_http.addr();
+    let ready = get(lh, "/ready").await;
+    assert_eq!(ready.status, 200, "{ready:?}");
+    let v = ready.json();
+    assert_eq!((v["status"].as_str(), v["details"]["role"].as_str()), (Some("ok"), Some("leader")), "{v}");
+    let ready = get(h, "/ready").await;
+    assert_eq!(ready.status, 200, "{ready:?}");
+    let v = ready.json();
+    assert_eq!(
+        (v["status"].as_str(), v["details"]["role"].as_str(), v["details"]["hasLeader"].as_bool()),
+        (Some("ok"), Some("follower"), Some(true)),
+        "{v}"
+    );
+    // The leader sees its followers alive and synced once they have heard from it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let c = get(lh, "/dashboard/content").await.json();
+        let peers: Vec<&Value> =
+            c["cluster"]["members"].as_array().unwrap().iter().filter(|m| m["is_self"] == false).collect();
+        if c["cluster"]["peer_health_available"] == true
+            && peers.len() == 2
+            && peers.iter().all(|m| m["is_alive"] == true && m["is_synced"] == true && m["last_log_index"].is_string())
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the leader never saw healthy peers: {c}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    lead_http.stop().await;
     // Through a follower, the write reaches the leader and comes back applied.
     expect(&post(h, "/api/v1/storage/create/via_follower", b"f").await, 200, "OK\n");
     assert_eq!(get(h, "/api/v1/storage/get/via_follower").await.body, b"f");
@@ -288,6 +322,14 @@ async fn storage_api_is_503_without_a_leader() {
         assert!(Instant::now() < deadline, "still answering without a quorum: {a:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let ready = get(h, "/ready").await;
+    assert_eq!(ready.status, 503, "{ready:?}");
+    let v = ready.json();
+    assert_eq!(
+        (v["status"].as_str(), v["details"]["role"].as_str(), v["details"]["hasLeader"].as_bool()),
+        (Some("fail"), Some("follower"), Some(false)),
+        "{v}"
+    );
     let content = get(h, "/dashboard/content").await.json();
     assert!(content.get("keeper_details").is_none(), "{content}");
     http.stop().await;

@@ -8,7 +8,7 @@
 //! fresh `--user-data-dir` and is killed by its PID on drop.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -49,7 +49,7 @@ pub fn base_flags(profile: &std::path::Path) -> Vec<String> {
 /// A running headless browser and one page attached over CDP.
 pub struct Browser {
     child: Child,
-    to_browser: std::io::PipeWriter,
+    to_browser: std::fs::File,
     from_browser: Receiver<Value>,
     next_id: u64,
     session: Option<String>,
@@ -65,8 +65,8 @@ impl Browser {
     pub fn launch(bin: &std::path::Path) -> std::io::Result<Browser> {
         let profile = tempfile::Builder::new().prefix("testkeeper-chromium-").tempdir()?;
         let log = profile.path().join("chromium.log");
-        let (cmd_read, cmd_write) = std::io::pipe()?;
-        let (resp_read, resp_write) = std::io::pipe()?;
+        let (cmd_read, cmd_write) = pipe()?;
+        let (resp_read, resp_write) = pipe()?;
         let (cmd_fd, resp_fd) = (cmd_read.as_raw_fd(), resp_write.as_raw_fd());
         let mut cmd = Command::new(bin);
         cmd.args(base_flags(profile.path()))
@@ -100,7 +100,9 @@ impl Browser {
                 match r.read_until(0, &mut msg) {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {
-                        msg.pop_if(|b| *b == 0);
+                        if msg.last() == Some(&0) {
+                            msg.pop();
+                        }
                         if let Ok(v) = serde_json::from_slice::<Value>(&msg) {
                             if tx.send(v).is_err() {
                                 return;
@@ -235,6 +237,18 @@ impl Drop for Browser {
         }
         let _ = self.child.wait();
     }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((std::fs::File::from(r), std::fs::File::from(w)))
 }
 
 fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
