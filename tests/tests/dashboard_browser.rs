@@ -4,9 +4,12 @@
 //! ephemeral goes). Skips where chromium is missing; fails there under
 //! `TESTKEEPER_REQUIRE_EXTERNAL=1`.
 //!
+//! It also loads a `testkeeper chaos --json` report through the page's file input and checks
+//! the timeline has one bar per op and each checker's verdict.
+//!
 //! `TESTKEEPER_DASHBOARD_SCREENSHOT=FILE` also saves a PNG of the page at the end (how
-//! docs/img/dashboard.png is made), and `TESTKEEPER_DASHBOARD_CHAOS=REPORT.json` loads a
-//! `testkeeper chaos --json` report through the page's file input first.
+//! docs/img/dashboard.png is made); `TESTKEEPER_DASHBOARD_CHAOS=REPORT.json` loads that report
+//! instead of a fresh short run.
 
 use std::time::Duration;
 
@@ -29,6 +32,18 @@ fn admin(server: &TestkeeperProcess) -> String {
 
 async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(WAIT, f).await.expect("timed out")
+}
+
+/// Runs a short `testkeeper chaos` (in-process cluster) and returns its `--json` report's path.
+fn chaos_report(dir: &std::path::Path) -> String {
+    let path = dir.join("chaos.json");
+    let mut cmd = std::process::Command::new(testkeeper_tests::env::testkeeper_bin());
+    cmd.args(["chaos", "--workload", "register", "--seed", "1", "--ops", "60", "--duration", "1s", "--json"])
+        .arg(&path)
+        .env("RUST_LOG", "warn");
+    let out = testkeeper_tests::process::run_bounded(&mut cmd, b"", Duration::from_secs(120)).expect("run chaos");
+    assert!(path.is_file(), "testkeeper chaos wrote no report:\n{}", out.combined());
+    path.display().to_string()
 }
 
 /// JS string literal.
@@ -112,14 +127,34 @@ async fn dashboard_creates_a_node_and_expires_a_session_in_chromium() {
     let faulted = bounded(reader.get_data("/made_in_browser", false)).await;
     assert_eq!(faulted.err().and_then(|e| e.code()), Some(-101), "the page's rule fired");
 
-    if let Ok(report) = std::env::var("TESTKEEPER_DASHBOARD_CHAOS") {
-        let doc = b.call("DOM.getDocument", json!({}), true).unwrap();
-        let input = b
-            .call("DOM.querySelector", json!({"nodeId": doc["root"]["nodeId"], "selector": "#chaos-file"}), true)
-            .unwrap();
-        b.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [report]}), true).unwrap();
-        b.wait_for("!!document.querySelector('#chaos-view svg')", WAIT, "the chaos timeline").unwrap();
+    // A finished chaos run's report, chosen through the page's file input, drawn as a timeline.
+    let tmp = tempfile::tempdir().unwrap();
+    let report = std::env::var("TESTKEEPER_DASHBOARD_CHAOS").unwrap_or_else(|_| chaos_report(tmp.path()));
+    let parsed: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let ops = parsed["history"]["ops"].as_array().unwrap();
+    let mut procs: Vec<u64> = ops.iter().map(|o| o["process"].as_u64().unwrap()).collect();
+    procs.sort_unstable();
+    procs.dedup();
+    procs.truncate(40); // the page draws the first 40 processes
+    let drawn = ops.iter().filter(|o| procs.contains(&o["process"].as_u64().unwrap())).count();
+    let doc = b.call("DOM.getDocument", json!({}), true).unwrap();
+    let input =
+        b.call("DOM.querySelector", json!({"nodeId": doc["root"]["nodeId"], "selector": "#chaos-file"}), true).unwrap();
+    b.call("DOM.setFileInputFiles", json!({"nodeId": input["nodeId"], "files": [report]}), true).unwrap();
+    b.wait_for("!!document.querySelector('#chaos-view svg')", WAIT, "the chaos timeline").unwrap();
+    let bars = b
+        .eval("[...document.querySelectorAll('#chaos-view svg rect > title')].filter(t => t.textContent.startsWith('#')).length")
+        .unwrap();
+    assert_eq!(bars.as_u64(), Some(drawn as u64), "one bar per op of the report");
+    let head = b.eval("document.querySelector('#chaos-view .row').textContent").unwrap();
+    let head = head.as_str().unwrap();
+    let workload = parsed["workload"].as_str().unwrap();
+    assert!(head.contains(workload) && head.contains(&format!("{} ops", ops.len())), "{head}");
+    for r in parsed["results"].as_array().unwrap() {
+        let verdict = format!("{}: {}", r["checker"].as_str().unwrap(), r["verdict"].as_str().unwrap());
+        assert!(head.contains(&verdict), "{verdict} not in {head}");
     }
+
     if let Ok(path) = std::env::var("TESTKEEPER_DASHBOARD_SCREENSHOT") {
         // Something to look at: a worker session with an ephemeral and a watch, and traffic.
         let worker = bounded(Client::connect(server.addr(), ConnectOptions::default())).await.unwrap();
