@@ -204,6 +204,21 @@ async fn storage_api_as_keeper_serves_it_zookeeper_flavor() {
     storage_contract(Flavor::Zookeeper).await;
 }
 
+/// A request a fault rule holds past Keeper's operation timeout is answered 500 with Keeper's
+/// timeout text rather than hanging; the rule's event shows it did hold it.
+#[tokio::test]
+async fn a_held_storage_request_times_out_as_in_keeper() {
+    let mut tk = start(Flavor::Keeper, 1).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    expect(&post(h, "/api/v1/storage/create/slow", b"x").await, 200, "OK\n");
+    tk.add_fault("delay:ms=60000,op=getData,path=/slow").unwrap();
+    expect(&get(h, "/api/v1/storage/get/slow").await, 500, "Operation timeout (10000 ms) exceeded.\n");
+    assert_eq!(tk.fault_events().len(), 1);
+    // Other operations on the node are not held.
+    assert_eq!(get(h, "/api/v1/storage/exists/slow").await.status, 200);
+    tk.shutdown().await;
+}
+
 #[tokio::test]
 async fn dashboard_page_and_keepers_content_json() {
     let mut tk = start(Flavor::Keeper, 1).await;

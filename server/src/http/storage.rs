@@ -218,16 +218,35 @@ pub async fn storage(State(shared): State<Arc<Shared>>, RawQuery(query): RawQuer
         Ok(b) => b,
         Err(e) => return text(StatusCode::BAD_REQUEST, format!("cannot read the request body: {e}\n")),
     };
-    let client = match Client::connect(self_addr(&shared), ConnectOptions::default()).await {
-        Ok(c) => c,
-        Err(e) => {
-            return text(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot open a session on this server: {e}\n"))
-        }
+    let addr = self_addr(&shared);
+    let run = async move {
+        let client = match Client::connect(addr, ConnectOptions::default()).await {
+            Ok(c) => c,
+            Err(e) => {
+                return text(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot open a session on this server: {e}\n"))
+            }
+        };
+        let answer = perform(&client, op, &path, query.as_deref(), body).await;
+        // Best effort: a fault rule may hold the close too.
+        let _ = tokio::time::timeout(CLOSE_WAIT, client.close()).await;
+        answer
     };
-    let answer = perform(&client, op, &path, query.as_deref(), body).await;
-    let _ = client.close().await;
-    answer
+    match tokio::time::timeout(OPERATION_TIMEOUT, run).await {
+        Ok(answer) => answer,
+        Err(_) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("Operation timeout ({} ms) exceeded.\n", OPERATION_TIMEOUT.as_millis()),
+        ),
+    }
 }
+
+/// Keeper's `http_control.storage.operation_timeout` default
+/// (`Coordination::DEFAULT_OPERATION_TIMEOUT_MS`): a request held by a fault rule (a blackhole,
+/// a long delay) is answered with 500 after this long instead of hanging.
+pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long the closing session may take before the answer is sent anyway.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 async fn perform(c: &Client, op: Op, path: &str, query: Option<&str>, body: Bytes) -> Response {
     let json_answer =
