@@ -265,6 +265,8 @@ async fn dashboard_page_and_keepers_content_json() {
     let s = get(h, "/api/v1/dashboard").await.json();
     assert_eq!(s["digest"].as_str().unwrap().len(), 16, "{s}");
     assert_eq!(s["sessions"].as_array().unwrap().len(), 1, "{s}");
+    let found = get(h, "/api/v1/dashboard/search?q=quot").await.json();
+    assert_eq!(found, serde_json::json!({"query": "quot", "total": 1, "paths": ["/zookeeper/quota"]}));
     tk.shutdown().await;
 }
 

@@ -92,7 +92,14 @@ async fn dashboard_creates_a_node_and_expires_a_session_in_chromium() {
         "the new child in the tree",
     )
     .unwrap();
-    b.eval("window.tk.openPath('/made_in_browser').then(() => true)").unwrap();
+    // Search finds it; clicking the hit opens it and shows its data.
+    b.eval(
+        "const s = document.getElementById('search'); s.value = 'in_brow'; s.dispatchEvent(new Event('input')); true",
+    )
+    .unwrap();
+    let hit = "document.querySelector('#search-results li[data-p=\"/made_in_browser\"]')";
+    b.wait_for(&format!("!!{hit}"), WAIT, "the search hit").unwrap();
+    b.eval(&format!("{hit}.click(); true")).unwrap();
     b.wait_for("document.getElementById('data').textContent === 'hello from chromium'", WAIT, "the data view").unwrap();
 
     // The victim's session is listed with its ephemeral and its watch; press its Expire button.

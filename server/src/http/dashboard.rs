@@ -8,7 +8,9 @@
 //!   peer_health_available, http_port, members[] {server_id, endpoint, is_observer, priority,
 //!   is_leader, is_self, last_log_index (a string), is_alive, is_synced, last_succ_resp_ms}};
 //! - `GET /api/v1/dashboard`: testkeeper's own: the digest, counters, latency quantiles,
-//!   sessions with their ephemerals and watches, and a cluster node's Raft status.
+//!   sessions with their ephemerals and watches, and a cluster node's Raft status;
+//! - `GET /api/v1/dashboard/search?q=TEXT[&limit=N]`: testkeeper's own: the paths that
+//!   contain `TEXT`, sorted, at most `N` (default 100, at most 1000), and how many matched.
 //!
 //! The page reads the tree through Keeper's storage API and changes things through the
 //! routes every script uses (storage, faults, session expiry), so it has no powers of its own.
@@ -16,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::{Extension, Request, State};
+use axum::extract::{Extension, Query, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -215,6 +217,33 @@ pub fn summary_json(e: &Engine) -> Value {
     })
 }
 
+/// The query of `/api/v1/dashboard/search`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Search {
+    #[serde(default)]
+    q: String,
+    limit: Option<usize>,
+}
+
+/// Most paths one search returns.
+pub const SEARCH_MAX: usize = 1000;
+
+/// `GET /api/v1/dashboard/search?q=TEXT[&limit=N]`.
+pub async fn search(State(shared): State<Arc<Shared>>, Query(s): Query<Search>) -> Json<Value> {
+    let limit = s.limit.unwrap_or(100).min(SEARCH_MAX);
+    let all = shared.engine().state.tree().paths();
+    Json(search_json(all, &s.q, limit))
+}
+
+/// The body of a search over `paths`: matches sorted, the first `limit`, and their count.
+pub fn search_json(paths: Vec<String>, q: &str, limit: usize) -> Value {
+    let mut hits: Vec<String> = paths.into_iter().filter(|p| p.contains(q)).collect();
+    hits.sort_unstable();
+    let total = hits.len();
+    hits.truncate(limit);
+    json!({ "query": q, "total": total, "paths": hits })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +269,14 @@ mod tests {
         assert!(p50 <= 50, "{p50}");
         assert!((10_000..=20_000).contains(&p99), "{p99}");
         assert!(quantile_us(&h, 1.0, 40, 20_000) <= 20_000);
+    }
+
+    #[test]
+    fn search_sorts_counts_and_caps() {
+        let paths = ["/b/work", "/a", "/work", "/x/y"].map(String::from).to_vec();
+        let v = search_json(paths.clone(), "work", 1);
+        assert_eq!(v, json!({"query": "work", "total": 2, "paths": ["/b/work"]}));
+        assert_eq!(search_json(paths, "", 10)["total"], 4);
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! | `GET/HEAD/POST /api/v1/storage/{op}/<path>` | Keeper's storage API (`storage.rs`) |
 //! | `GET /dashboard` | the dashboard page; `GET /dashboard/content`: Keeper's JSON for it |
 //! | `GET /api/v1/dashboard` | testkeeper's own summary for the page (`dashboard.rs`) |
+//! | `GET /api/v1/dashboard/search?q=TEXT` | the paths containing TEXT, for the page's search |
 //!
 //! Handlers lock the engine only to copy out what they answer with, never across an await.
 //! Every route sits behind one guard (`guard.rs`): a non-loopback `Origin` is refused, and a
@@ -97,6 +98,7 @@ pub fn router_with(shared: Arc<Shared>, peers: dashboard::Peers) -> Router {
         .route("/dashboard", get(dashboard::page))
         .route("/dashboard/content", get(dashboard::content))
         .route("/api/v1/dashboard", get(dashboard::summary))
+        .route("/api/v1/dashboard/search", get(dashboard::search))
         .with_state(shared)
         .layer(Extension(peers))
         // Last, so it wraps every route above (add new routes above this line) and the
