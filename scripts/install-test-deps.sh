@@ -14,7 +14,9 @@
 #     both servers) and its `test` extras: pytest, pytest-timeout (per-test
 #     time limit, so a hung test cannot stall CI), pytest-cov, objgraph
 #     (imported by kazoo's test_cache), gevent and eventlet (without them the
-#     168 handler tests skip), pyjks and pyopenssl (imported by kazoo's harness).
+#     168 handler tests skip), pyjks and pyopenssl (imported by kazoo's harness),
+#     and wheel, with which tests/tests/pytest_fixture.rs pip-installs
+#     clients/python offline (--no-build-isolation).
 #
 # The venv lives at ${TESTKEEPER_VENV:-<repo>/target/test-venv}; the Rust test
 # support (tests/src/env.rs) uses the same default, so keep the two in sync.
@@ -31,7 +33,7 @@ APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-test-ja
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.
 # gevent and eventlet are pinned too: their monkey-patching is what the handler
 # tests exercise, and a new major version can change it.
-PY_REQUIREMENTS=(kazoo==2.11.0 pytest pytest-timeout pytest-cov objgraph gevent==26.9.0 eventlet==0.41.3 pyjks pyopenssl)
+PY_REQUIREMENTS=(kazoo==2.11.0 wheel pytest pytest-timeout pytest-cov objgraph gevent==26.9.0 eventlet==0.41.3 pyjks pyopenssl)
 
 log() { echo "install-test-deps: $*" >&2; }
 
