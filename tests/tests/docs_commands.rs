@@ -15,6 +15,11 @@
 //!    a reference server or a recording, or run for minutes; their own tests run them.
 //! 3. **Flags.** Every flag in the flag tables of docs/cli.md exists in `--help`, and every flag
 //!    `serve --help` and `bench --help` list is in those tables.
+//! 4. **Blocks and citations** (`docs_commands/blocks.rs`): XML, JSON, TOML, Python and shell
+//!    blocks parse, and no doc cites a path outside the repository.
+
+#[path = "docs_commands/blocks.rs"]
+mod blocks;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -139,16 +144,7 @@ fn commands_in(path: &Path) -> Vec<Doc> {
 }
 
 fn all_docs() -> Vec<Doc> {
-    let root = repo_root();
-    let mut files = vec![root.join("README.md")];
-    let mut md: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    md.sort();
-    files.extend(md);
-    files.iter().flat_map(|f| commands_in(f)).collect()
+    blocks::doc_files().iter().flat_map(|f| commands_in(f)).collect()
 }
 
 /// A live server for the commands to point at.
