@@ -183,7 +183,11 @@ pub fn parse_nemeses(s: &str) -> Result<Vec<Nemesis>, String> {
             "all" => out.extend(Nemesis::ALL),
             "faults" => out.extend(Nemesis::ALL.into_iter().filter(|n| n.needs_fault_rules())),
             "cluster" => out.extend(Nemesis::ALL.into_iter().filter(|n| n.needs_cluster())),
-            name => out.push(name.parse()?),
+            name => out.push(name.parse().map_err(|e| {
+                format!(
+                    "{e}; or a group: all, faults (server-side fault rules), cluster (kills, pauses, partitions), none"
+                )
+            })?),
         }
     }
     out.sort();
@@ -320,6 +324,11 @@ mod tests {
         assert_eq!(parse_nemeses("all").unwrap().len(), Nemesis::ALL.len());
         assert_eq!(parse_nemeses("none"), Ok(vec![]));
         assert!(parse_nemeses("faults").unwrap().iter().all(|n| n.needs_fault_rules()));
+        let err = parse_nemeses("bogus").unwrap_err();
+        assert!(
+            err.contains("'bogus'") && ["all", "faults", "cluster", "none"].iter().all(|g| err.contains(g)),
+            "{err}"
+        );
         let e = parse_nemeses("kill,partition").unwrap_err();
         assert!(e.contains("'partition'") && e.contains("partition-halves"), "{e}");
     }

@@ -12,6 +12,8 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::exit::CliError;
+
 /// How long [`HostPort::reachable`] tries one address.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -46,6 +48,23 @@ impl HostPort {
         }
         self.addrs[0]
     }
+
+    /// The first resolved address that accepts a TCP connection, or a "no verdict" error
+    /// (exit 3) naming the address and why: for the subcommands that need a live target.
+    ///
+    /// # Errors
+    /// No address accepted a connection within the probe timeout.
+    pub async fn reach(&self) -> Result<SocketAddr, CliError> {
+        let mut why = String::new();
+        for a in &self.addrs {
+            match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(a)).await {
+                Ok(Ok(_)) => return Ok(*a),
+                Ok(Err(e)) => why = e.to_string(),
+                Err(_) => why = format!("no answer within {PROBE_TIMEOUT:?}"),
+            }
+        }
+        Err(CliError::Unreachable(format!("cannot reach {}: {why} (is a server listening there?)", self.text)))
+    }
 }
 
 /// Parses and resolves `HOST:PORT` (clap value parser of every client-side address flag).
@@ -75,13 +94,21 @@ pub fn host_port(s: &str) -> Result<HostPort, String> {
     if host.is_empty() {
         return Err(format!("'{s}': missing host; expected {FORMS}"));
     }
-    let port: u16 = port.parse().map_err(|_| format!("'{s}': port '{port}' is not a number from 0 to 65535"))?;
+    let port = parse_port(port).map_err(|e| format!("'{s}': {e}"))?;
     let addrs: Vec<SocketAddr> =
         (host, port).to_socket_addrs().map_err(|e| format!("cannot resolve '{host}' (from '{s}'): {e}"))?.collect();
     if addrs.is_empty() {
         return Err(format!("'{host}' (from '{s}') resolved to no address"));
     }
     Ok(HostPort { text: s.to_string(), addrs })
+}
+
+/// A port number, with the problem named: not a number, or a number out of range.
+fn parse_port(p: &str) -> Result<u16, String> {
+    match p.parse::<u64>() {
+        Ok(n) => u16::try_from(n).map_err(|_| format!("port {n} is out of range (0 to 65535)")),
+        Err(_) => Err(format!("port '{p}' is not a number from 0 to 65535")),
+    }
 }
 
 /// The servers of one ensemble, `a:2181,b:2181,c:2181` (a newtype, so clap takes the list as
@@ -116,8 +143,8 @@ pub fn host_ports(s: &str) -> Result<Vec<HostPort>, String> {
 /// As [`host_port`].
 pub fn listen(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
-    if let Ok(port) = s.parse::<u16>() {
-        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, parse_port(s)?)));
     }
     Ok(host_port(s)?.addrs[0])
 }
@@ -155,7 +182,8 @@ mod tests {
             ("", "empty address"),
             ("9181", "missing :PORT"),
             (":9181", "missing host"),
-            ("host:99999", "not a number"),
+            ("host:99999", "port 99999 is out of range (0 to 65535)"),
+            ("host:http", "port 'http' is not a number"),
             ("::1:9181", "needs brackets"),
             ("[::1", "unclosed"),
             ("no-such-host.invalid:1", "cannot resolve"),
@@ -173,6 +201,7 @@ mod tests {
         assert_eq!(listen("[::1]:5").unwrap(), "[::1]:5".parse().unwrap());
         assert!(listen("localhost:5").unwrap().ip().is_loopback());
         assert!(listen("nope").is_err());
+        assert_eq!(listen("99999").unwrap_err(), "port 99999 is out of range (0 to 65535)");
     }
 
     #[test]

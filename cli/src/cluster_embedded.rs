@@ -49,7 +49,7 @@ pub struct ClusterEmbeddedArgs {
 ///
 /// # Errors
 /// A node that cannot start (a port, a data directory).
-pub async fn run(args: ClusterEmbeddedArgs) -> Result<(), String> {
+pub async fn run(args: ClusterEmbeddedArgs) -> Result<(), crate::exit::CliError> {
     let seed = args.seed.unwrap_or_else(crate::serve::rand_seed);
     let mut cluster = TestKeeperCluster::start(args.nodes as usize, ServerConfig::new(args.flavor), seed)
         .await

@@ -96,8 +96,8 @@ pub async fn walk(client: &Client) -> Result<TreeDigests, ClientError> {
 ///
 /// # Errors
 /// A message naming what failed.
-pub async fn run(args: DigestArgs) -> Result<(), String> {
-    let client = Client::connect(args.target.reachable().await, ConnectOptions::default())
+pub async fn run(args: DigestArgs) -> Result<(), crate::exit::CliError> {
+    let client = Client::connect(args.target.reach().await?, ConnectOptions::default())
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", args.target))?;
     if let Some(auth) = &args.auth {

@@ -6,6 +6,7 @@ mod chaos;
 mod cluster_embedded;
 mod conform;
 mod digest;
+mod exit;
 mod faults;
 mod keeper_xml;
 mod logging;
@@ -138,9 +139,6 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("testkeeper: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => e.report("testkeeper"),
     }
 }

@@ -46,7 +46,7 @@ pub struct ProxyArgs {
 /// # Errors
 /// A bad flag, an unreachable upstream or oracle, an address that cannot be bound, and
 /// "divergences" when any was found.
-pub async fn run(args: ProxyArgs) -> Result<(), String> {
+pub async fn run(args: ProxyArgs) -> Result<(), crate::exit::CliError> {
     let upstream = args.upstream.reachable().await;
     let upstream_flavor = testkeeper_conformance::detect_flavor(upstream).await?;
     let mut embedded = None;
@@ -123,6 +123,6 @@ pub async fn run(args: ProxyArgs) -> Result<(), String> {
     if found.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} divergence(s) from the oracle", found.len()))
+        Err(format!("{} divergence(s) from the oracle", found.len()).into())
     }
 }

@@ -4,6 +4,7 @@
 //! normalized results; or `--chaos`, the fault sweep against embedded servers, or with
 //! `--target` and `--admin` against a running one. See docs/publisher.md.
 
+use crate::exit::CliError;
 use clap::Args;
 use testkeeper_publisher::admin::Admin;
 use testkeeper_publisher::chaos::{sweep_with, Remote, RunResult, SweepConfig, SweepReport};
@@ -57,11 +58,11 @@ pub struct PublishArgs {
 ///
 /// # Errors
 /// A bad argument, an unreachable server, or (for --chaos) any invariant violation.
-pub async fn run(args: PublishArgs) -> Result<(), String> {
+pub async fn run(args: PublishArgs) -> Result<(), CliError> {
     let breakage = match args.breakage.as_deref() {
         None => None,
         Some("retry-authority-mutation") => Some(Breakage::RetryAuthorityMutation),
-        Some(other) => return Err(format!("unknown --break mode '{other}'")),
+        Some(other) => return Err(CliError::Usage(format!("unknown --break mode '{other}'"))),
     };
     if args.chaos {
         let remote = match (&args.target, args.admin.as_deref()) {
@@ -77,16 +78,16 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
             remote,
             only: args.index,
         };
-        return chaos(&sweep).await;
+        return Ok(chaos(&sweep).await?);
     }
     let target = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?;
-    let report = publish_once(target.reachable().await, &args, breakage).await?;
+    let report = publish_once(target.reach().await?, &args, breakage).await?;
     let Some(reference) = &args.reference else {
         write_json(&args, &report.normalized())?;
         eprint!("{}", report.summary(&format!("publish on {target}")));
         return Ok(());
     };
-    let other = publish_once(reference.reachable().await, &args, breakage).await?;
+    let other = publish_once(reference.reach().await?, &args, breakage).await?;
     print!("{}", report.summary(&format!("target {target}")));
     print!("{}", other.summary(&format!("reference {reference}")));
     let (a, b) = (report.normalized(), other.normalized());
@@ -103,7 +104,7 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
     for d in &diffs {
         println!("  {}: target {} / reference {}", d.key, KeyDiff::show(&d.target), KeyDiff::show(&d.reference));
     }
-    Err(format!("the publication differs between {target} and {reference}"))
+    Err(format!("the publication differs between {target} and {reference}").into())
 }
 
 /// One publication through `addr`, with simulated hosts that succeed.

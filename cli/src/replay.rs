@@ -25,8 +25,8 @@ pub struct ReplayArgs {
 ///
 /// # Errors
 /// An unreadable recording, an unreachable target, and "differences" when any was found.
-pub async fn run(args: ReplayArgs) -> Result<(), String> {
-    let target = args.target.reachable().await;
+pub async fn run(args: ReplayArgs) -> Result<(), crate::exit::CliError> {
+    let target = args.target.reach().await?;
     let (meta, _) = testkeeper_conformance::proxy::record::read(&args.file)?;
     let flavor = match &args.flavor {
         Some(f) => f.clone(),
@@ -52,6 +52,6 @@ pub async fn run(args: ReplayArgs) -> Result<(), String> {
     if report.differences.is_empty() {
         Ok(())
     } else {
-        Err(format!("{} difference(s) from the recording", report.differences.len()))
+        Err(format!("{} difference(s) from the recording", report.differences.len()).into())
     }
 }

@@ -171,9 +171,9 @@ pub(crate) fn rand_seed() -> u64 {
 ///
 /// # Errors
 /// Bad flags, or an address that cannot be bound.
-pub async fn run(args: ServeArgs) -> Result<(), String> {
+pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     if args.cluster.enabled() {
-        return crate::serve_cluster::run(args).await;
+        return Ok(crate::serve_cluster::run(args).await?);
     }
     let cfg = args.config()?;
     // Install the handlers before announcing the address: a signal sent right after the

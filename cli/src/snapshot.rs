@@ -54,9 +54,9 @@ struct InspectArgs {
 /// # Errors
 /// The file cannot be read, or it does not verify: the message names the file, the index and
 /// what differed.
-pub fn run(args: SnapshotArgs) -> Result<(), String> {
+pub fn run(args: SnapshotArgs) -> Result<(), crate::exit::CliError> {
     match args.command {
-        SnapshotCommand::Inspect(a) => inspect(&a),
+        SnapshotCommand::Inspect(a) => Ok(inspect(&a)?),
     }
 }
 

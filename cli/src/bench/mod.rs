@@ -30,6 +30,7 @@ mod startup;
 mod stats;
 mod watch_load;
 
+use crate::exit::CliError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -139,7 +140,7 @@ pub struct BenchArgs {
 ///
 /// # Errors
 /// Bad flags, a server that cannot be started or reached, or a file that cannot be written.
-pub async fn run(args: BenchArgs) -> Result<(), String> {
+pub async fn run(args: BenchArgs) -> Result<(), CliError> {
     if let Some(out) = &args.plot {
         plot::draw(out, &args.inputs)?;
         println!("wrote {}", out.display());
@@ -151,7 +152,9 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         || args.keys == 0
         || args.cluster_sessions.contains(&0)
     {
-        return Err("--sessions, --pipeline, --rounds, --keys and --cluster-sessions must be positive".into());
+        return Err(CliError::Usage(
+            "--sessions, --pipeline, --rounds, --keys and --cluster-sessions must be positive".into(),
+        ));
     }
     let cfg = LoadConfig {
         sessions: args.sessions,
@@ -168,7 +171,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             args.value_size, args.restarts
         );
         let out = startup::measure(n, args.value_size, seed, args.restarts as usize).await?;
-        return write_json(args.json.as_deref(), &json!({ "start_with_snapshot": out }));
+        return Ok(write_json(args.json.as_deref(), &json!({ "start_with_snapshot": out }))?);
     }
     if args.cluster {
         let plan = cluster::ClusterPlan {
@@ -190,7 +193,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             "sessions": plan.sessions, "pipeline": plan.pipeline, "ops": plan.ops, "rounds": plan.rounds,
             "keys": plan.keys, "value_size": plan.value_size, "seed": seed, "warmup": plan.warmup,
         });
-        return write_json(args.json.as_deref(), &out);
+        return Ok(write_json(args.json.as_deref(), &out)?);
     }
     let mut targets = start_targets(&args).await?;
     println!(
@@ -213,7 +216,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),
             "watch_load": watch,
         });
-        return write_json(args.json.as_deref(), &out);
+        return Ok(write_json(args.json.as_deref(), &out)?);
     }
     let warm = LoadConfig { ops: args.warmup.unwrap_or(cfg.ops / 4), ..cfg.clone() };
     if warm.ops > 0 {
@@ -269,7 +272,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         "memory": memory,
         "embedded_start": embedded,
     });
-    write_json(args.json.as_deref(), &out)
+    Ok(write_json(args.json.as_deref(), &out)?)
 }
 
 /// Writes the report to `path`, if given.
