@@ -5,6 +5,7 @@ mod bench;
 mod chaos;
 mod cluster_embedded;
 mod conform;
+mod data_dir;
 mod digest;
 mod exit;
 mod faults;

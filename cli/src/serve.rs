@@ -173,7 +173,7 @@ pub(crate) fn rand_seed() -> u64 {
 /// Bad flags, or an address that cannot be bound.
 pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     if args.cluster.enabled() {
-        return Ok(crate::serve_cluster::run(args).await?);
+        return crate::serve_cluster::run(args).await;
     }
     let cfg = args.config()?;
     // Install the handlers before announcing the address: a signal sent right after the
@@ -181,13 +181,15 @@ pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let (flavor, seed) = (cfg.flavor, cfg.seed);
     let data_dir = cfg.data_dir.clone();
+    let mut dir_lock = data_dir.as_deref().map(crate::data_dir::prepare).transpose()?;
     let mut server = TestKeeper::start(cfg).await.map_err(|e| match &data_dir {
         // Recovery errors name the file, the index and what differed; nothing was changed.
-        Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => {
-            format!("refusing to start: data directory {} does not recover: {e}", dir.display())
-        }
+        Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => crate::data_dir::refused(dir, &e),
         _ => format!("cannot listen on {}: {e}", args.listen.unwrap_or(DEFAULT_LISTEN)),
     })?;
+    if let Some(l) = dir_lock.as_mut() {
+        l.claim();
+    }
     info!(%flavor, seed, "testkeeper started (seed {seed})");
     for rule in &args.faults {
         let id = server.add_fault(rule)?;

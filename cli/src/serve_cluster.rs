@@ -207,8 +207,9 @@ fn resolve(hp: &str) -> Result<SocketAddr, String> {
 /// # Errors
 /// Bad flags, an address that cannot be bound, a data directory that does not recover, or
 /// the node's fail-stop.
-pub async fn run(args: ServeArgs) -> Result<(), String> {
+pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     let Plan { cfg, mut cc, raft_listen, http } = plan(&args)?;
+    let mut dir_lock = cfg.data_dir.as_deref().map(crate::data_dir::prepare).transpose()?;
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     // In memory the driver never blocks, so it runs as a task among the clients' and the
     // peers' connections: a message between them is mostly a task switch, not a thread
@@ -225,12 +226,13 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let node =
         Node::start(cfg, &cc, Clock::System, net, move |_, tx| attach.attach(tx)).await.map_err(
             |e| match &data_dir {
-                Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    format!("refusing to start: data directory {} does not recover: {e}", dir.display())
-                }
+                Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => crate::data_dir::refused(dir, &e),
                 _ => format!("cannot start node {}: {e} (client address {listen})", cc.id),
             },
         )?;
+    if let Some(l) = dir_lock.as_mut() {
+        l.claim();
+    }
     let peers: Vec<String> = cc.peers.iter().map(|(i, a)| format!("{i}={a}")).collect();
     info!(
         id = cc.id,
@@ -272,7 +274,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         Some(why) => {
             // As Keeper terminates: nothing more is flushed from a state that diverged.
             node.stop(true).await;
-            Err(format!("node {id} stopped serving: {why}"))
+            Err(format!("node {id} stopped serving: {why}").into())
         }
     }
 }

@@ -56,7 +56,22 @@ fn a_problem_found_or_a_failed_run_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"not a directory").unwrap();
-    expect(&["serve", "--data-dir", file.to_str().unwrap()], 1, "a-file");
+    expect(&["serve", "--data-dir", file.to_str().unwrap()], 2, "is not a directory (it is a file)");
+    // A second server on a directory the first one holds is told who holds it.
+    let data = dir.path().join("data");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_testkeeper"))
+        .args(["serve", "--listen", "0", "--data-dir", data.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(first.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert!(line.starts_with("testkeeper listening on "), "{line}");
+    let holder = format!("in use by another testkeeper process (PID {})", first.id());
+    expect(&["serve", "--listen", "0", "--data-dir", data.to_str().unwrap()], 1, &holder);
+    let _ = first.kill();
+    let _ = first.wait();
     let missing = dir.path().join("missing.zst");
     expect(&["snapshot", "inspect", missing.to_str().unwrap()], 1, "missing.zst");
 }

@@ -98,7 +98,7 @@ fn refuses(dir: &Path, needles: &[String]) {
     let out = serve_expecting_exit(dir, &[], Duration::from_secs(60));
     assert!(!out.timed_out(), "serve started on a damaged directory {}:\n{}", dir.display(), out.combined());
     assert!(!out.success(), "serve exited 0 on {}:\n{}", dir.display(), out.combined());
-    assert!(out.stderr.contains("refusing to start: data directory"), "{}", out.stderr);
+    assert!(out.stderr.contains("refusing to start: the data directory"), "{}", out.stderr);
     for n in needles {
         assert!(out.stderr.contains(n.as_str()), "expected {n:?} in:\n{}", out.stderr);
     }
