@@ -42,9 +42,10 @@ impl Report {
         let (ok, fail, unknown) = self.history.counts();
         let _ = writeln!(
             s,
-            "history: {} ops ({ok} ok, {fail} fail, {unknown} unknown), {} nemesis windows, {:.1} s",
+            "history: {} ops ({ok} ok, {fail} fail, {unknown} unknown), {} of {} planned nemesis windows ran, {:.1} s",
             self.history.ops.len(),
             self.history.nemesis.len(),
+            self.schedule.len(),
             self.elapsed_ms as f64 / 1e3
         );
         for e in &self.history.nemesis {

@@ -8,7 +8,9 @@
 //!
 //! With `--dump`, stdout carries only the node lines (so it can be piped into `jq`) and the
 //! summary goes to stderr. Every 64-bit integer is a JSON string: zxids, times, session ids and
-//! digests pass 2^53, where JSON readers start rounding.
+//! digests pass 2^53, where JSON readers start rounding. Zxids and session ids are hex
+//! (`0x1f`), in the text and the JSON alike, as ZooKeeper's own tools and `stat` print them;
+//! times, indexes and digests are decimal.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -211,15 +213,15 @@ fn report_json(path: &Path, r: &Report) -> SummaryJson {
         format_version: 1,
         index: h.index.to_string(),
         term: h.term.to_string(),
-        zxid: h.zxid.to_string(),
+        zxid: format!("{:#x}", h.zxid),
         digest_version: h.digest_version,
         digest: h.digest.to_string(),
-        next_session_id: h.next_session_id.to_string(),
+        next_session_id: format!("{:#x}", h.next_session_id),
         node_count: h.node_count.to_string(),
         sessions: r
             .sessions
             .as_ref()
-            .map(|l| l.iter().map(|(id, t)| SessionJson { id: id.to_string(), timeout_ms: *t }).collect()),
+            .map(|l| l.iter().map(|(id, t)| SessionJson { id: format!("{id:#x}"), timeout_ms: *t }).collect()),
         checksum_ok: r.checksum_ok,
         digest_ok: r.digest_ok,
         verified: r.problems.is_empty(),
@@ -272,15 +274,15 @@ fn node_json(n: &DumpedNode) -> String {
         data,
         data_base64,
         acl: n.acl.iter().map(|a| AclJson { perms: a.perms, scheme: &a.id.scheme, id: &a.id.id }).collect(),
-        czxid: { s.czxid }.to_string(),
-        mzxid: { s.mzxid }.to_string(),
+        czxid: format!("{:#x}", { s.czxid }),
+        mzxid: format!("{:#x}", { s.mzxid }),
         ctime: { s.ctime }.to_string(),
         mtime: { s.mtime }.to_string(),
         version: s.version,
         cversion: s.cversion,
         aversion: s.aversion,
-        pzxid: { s.pzxid }.to_string(),
-        ephemeral_owner: n.owner.to_string(),
+        pzxid: format!("{:#x}", { s.pzxid }),
+        ephemeral_owner: format!("{:#x}", n.owner),
         ttl: n.ttl.to_string(),
         seq: n.seq.to_string(),
     };

@@ -95,7 +95,8 @@ fn inspect_prints_the_header_and_sessions_and_verifies() {
     assert_eq!(j["index"], w.index.to_string());
     assert_eq!(j["digest"], w.digest.to_string(), "64-bit values are strings");
     assert_eq!(j["node_count"], w.nodes.to_string());
-    assert_eq!(j["sessions"][0]["id"], w.session.to_string());
+    assert_eq!(j["sessions"][0]["id"], format!("{:#x}", w.session), "session ids in hex, as in the text");
+    assert!(j["zxid"].as_str().is_some_and(|z| z.starts_with("0x")), "zxids in hex, as in the text: {}", j["zxid"]);
     assert_eq!(
         (j["checksum_ok"].clone(), j["digest_ok"].clone(), j["verified"].clone()),
         (true.into(), true.into(), true.into())
@@ -128,8 +129,9 @@ fn dump_writes_one_json_line_per_node_in_path_order() {
     let bin = by("/a/bin");
     assert_eq!((bin["data"].as_str(), bin["data_base64"].as_bool()), (Some("/wAB"), Some(true)));
     assert_eq!(by("/a/empty")["data"], "");
-    assert_eq!(by("/e")["ephemeral_owner"], w.session.to_string());
-    assert_eq!(by("/a")["ephemeral_owner"], "0");
+    assert_eq!(by("/e")["ephemeral_owner"], format!("{:#x}", w.session));
+    assert_eq!(by("/a")["ephemeral_owner"], "0x0");
+    assert!(a["mzxid"].as_str().is_some_and(|z| z.starts_with("0x")), "{a}");
     assert_eq!(by("/a")["acl"][0]["scheme"], "world");
     assert!(a["czxid"].is_string() && a["ctime"].is_string(), "64-bit fields are strings: {a}");
 }

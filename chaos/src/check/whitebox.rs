@@ -110,7 +110,7 @@ pub fn log_once(history: &History, wb: &WhiteBox) -> CheckResult {
         }
     }
     let summary = format!(
-        "{checked} acknowledged changes against {} committed entries; {lost} missing, {twice} more than once",
+        "{checked} acknowledged changes against {} committed entries; {lost} missing, {twice} committed twice",
         wb.committed.len()
     );
     CheckResult::from_violations("committed-once", summary, violations)
@@ -151,7 +151,13 @@ pub fn digests(wb: &WhiteBox) -> CheckResult {
     let count = diverged.len();
     let mut violations: Vec<Violation> =
         diverged.into_values().take(LISTED).map(|m| Violation::bare(m, 0, Some("digest".into()))).collect();
-    let summary = format!("{} indexes applied, {shared} applied more than once; {count} diverge", first.len());
+    // `shared`: (index, node) pairs beyond the first node to apply an index, that is, the
+    // comparisons made. Every replica applies every index, so this is the check's coverage,
+    // not an anomaly; the wording says so.
+    let summary = format!(
+        "{} indexes applied; {shared} cross-node digest comparisons at a shared index; {count} diverge",
+        first.len()
+    );
     let mut r = CheckResult::from_violations("replica-digests", summary, std::mem::take(&mut violations));
     r.violation_count = count;
     r
