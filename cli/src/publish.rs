@@ -81,13 +81,21 @@ pub async fn run(args: PublishArgs) -> Result<(), CliError> {
         return Ok(chaos(&sweep).await?);
     }
     let target = args.target.as_ref().ok_or("--target HOST:PORT is required without --chaos")?;
-    let report = publish_once(target.reach().await?, &args, breakage).await?;
+    let (report, target_used) = publish_once(target.reach().await?, &args, breakage).await?;
     let Some(reference) = &args.reference else {
         write_json(&args, &report.normalized())?;
         eprint!("{}", report.summary(&format!("publish on {target}")));
         return Ok(());
     };
-    let other = publish_once(reference.reach().await?, &args, breakage).await?;
+    let (other, reference_used) = publish_once(reference.reach().await?, &args, breakage).await?;
+    for (name, used) in [(target.to_string(), &target_used), (reference.to_string(), &reference_used)] {
+        if let Some(what) = used {
+            eprintln!(
+                "testkeeper publish: warning: {name} is not fresh: {what}; a publication on a used server \
+                 differs from one on a fresh server, so compare two fresh servers (or empty both first)"
+            );
+        }
+    }
     print!("{}", report.summary(&format!("target {target}")));
     print!("{}", other.summary(&format!("reference {reference}")));
     let (a, b) = (report.normalized(), other.normalized());
@@ -104,7 +112,12 @@ pub async fn run(args: PublishArgs) -> Result<(), CliError> {
     for d in &diffs {
         println!("  {}: target {} / reference {}", d.key, KeyDiff::show(&d.target), KeyDiff::show(&d.reference));
     }
-    Err(format!("the publication differs between {target} and {reference}").into())
+    let why = if target_used.is_some() || reference_used.is_some() {
+        " (a server was not fresh: see the warning above)"
+    } else {
+        ""
+    };
+    Err(format!("the publication differs between {target} and {reference}{why}").into())
 }
 
 /// One publication through `addr`, with simulated hosts that succeed.
@@ -112,16 +125,36 @@ async fn publish_once(
     addr: std::net::SocketAddr,
     args: &PublishArgs,
     breakage: Option<Breakage>,
-) -> Result<testkeeper_publisher::Report, String> {
+) -> Result<(testkeeper_publisher::Report, Option<String>), String> {
     let cfg = Config::new("db.events", args.hosts, args.seed);
     let hosts = Hosts::start(addr, &cfg.ddl_queue, &cfg.sim_root, vec![Behavior::Succeed; args.hosts])
         .await
         .map_err(|e| format!("{addr}: {e}"))?;
     let mut link = Link::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
     link.breakage = breakage;
+    let used = earlier_publications(&mut link, &cfg).await?;
     let report = run::publish(&mut link, &cfg).await;
     hosts.stop();
-    Ok(report)
+    Ok((report, used))
+}
+
+/// What an earlier publication left on the server, as a sentence, or `None` on a fresh one.
+/// A second publication on a server differs from a first (the authority row has a history, the
+/// DDL queue has older entries), so `--reference` on servers that were used before reports
+/// differences that are not the servers' fault: the user is told why.
+async fn earlier_publications(link: &mut Link, cfg: &Config) -> Result<Option<String>, String> {
+    let rows = link.children(&format!("{}/{}/data", cfg.keeper_map_prefix, cfg.table)).await?.unwrap_or_default();
+    let queued = link.children(&cfg.ddl_queue).await?.unwrap_or_default();
+    let queued = queued.iter().filter(|n| n.starts_with("query-")).count();
+    Ok((!rows.is_empty() || queued > 0).then(|| {
+        format!(
+            "{} authority row(s) under {}/{} and {queued} DDL queue entr(ies) under {} were there before this run",
+            rows.len(),
+            cfg.keeper_map_prefix,
+            cfg.table,
+            cfg.ddl_queue
+        )
+    }))
 }
 
 /// Writes `value` to --json, or to stdout without one.

@@ -26,8 +26,10 @@ pub struct ReplayArgs {
 /// # Errors
 /// An unreadable recording, an unreachable target, and "differences" when any was found.
 pub async fn run(args: ReplayArgs) -> Result<(), crate::exit::CliError> {
-    let target = args.target.reach().await?;
+    // The recording first: a file that does not read is the caller's mistake, whatever the
+    // target does.
     let (meta, _) = testkeeper_conformance::proxy::record::read(&args.file)?;
+    let target = args.target.reach().await?;
     let flavor = match &args.flavor {
         Some(f) => f.clone(),
         None => testkeeper_conformance::detect_flavor(target).await?,

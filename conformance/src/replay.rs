@@ -84,7 +84,7 @@ pub async fn replay(
                     Err(ClientError::SessionExpired) => json!({"err": "SESSIONEXPIRED"}),
                     Err(e) => json!({"client_error": e.to_string()}),
                 };
-                note(divergence(conn, 0, &text, &reply, &got, flavors_differ), &mut report);
+                note(divergence(conn, 0, (&text, None), &reply, &got, flavors_differ), &mut report);
             }
             Entry::Request { conn, seq, xid, opcode, op, body, reply } => {
                 report.requests += 1;
@@ -94,12 +94,13 @@ pub async fn replay(
                     continue;
                 };
                 let write = is_write(&request);
+                let path = request.path().map(str::to_string);
                 let got = match tokio::time::timeout(CALL_TIMEOUT, l.client.call_with_xid(xid, request)).await {
                     Ok(Ok(r)) => labels.reply(seq, write, &r),
                     Ok(Err(e)) => json!({"client_error": e.to_string()}),
                     Err(_) => json!({"client_error": "no reply within 10 s"}),
                 };
-                note(divergence(conn, seq, &op, &reply, &got, flavors_differ), &mut report);
+                note(divergence(conn, seq, (&op, path.as_deref()), &reply, &got, flavors_differ), &mut report);
             }
             Entry::Closed { conn, events, .. } => {
                 let Some(mut l) = live.remove(&conn) else { continue };
@@ -111,7 +112,7 @@ pub async fn replay(
                     }
                 }
                 let (a, b) = (json!({ "events": events }), json!({ "events": got }));
-                note(divergence(conn, 0, "events of the connection", &a, &b, flavors_differ), &mut report);
+                note(divergence(conn, 0, ("events of the connection", None), &a, &b, flavors_differ), &mut report);
             }
         }
     }

@@ -79,6 +79,12 @@ pub fn normalize(lines: &mut [Line], base_path: &str, base_zxid: i64) {
 pub fn mask_foreign(op: &Op, result: &mut Value) {
     let paths = op.paths();
     let [path] = paths.as_slice() else { return };
+    mask_foreign_at(path, result);
+}
+
+/// [`mask_foreign`] for a reply to a request on `path` (the proxy and replay, which see wire
+/// requests rather than scenario ops).
+pub fn mask_foreign_at(path: &str, result: &mut Value) {
     let masked = |v: &mut Value, keys: &[&str]| {
         for k in keys {
             if let Some(x) = v.get_mut("stat").and_then(|s| s.get_mut(*k)) {
@@ -86,7 +92,7 @@ pub fn mask_foreign(op: &Op, result: &mut Value) {
             }
         }
     };
-    match *path {
+    match path {
         "/" => {
             masked(result, &["cversion", "numChildren", "pzxid"]);
             if let Some(Value::Array(kids)) = result.get_mut("children") {

@@ -106,10 +106,12 @@ pub async fn run(cfg: CheckerConfig, mut rx: UnboundedReceiver<Msg>) {
                             oracle_sessions.entry(first).or_insert((c.session_id(), c.session_passwd().to_vec()));
                             pair.oracle_events = c.events();
                             let or_reply = json!({"negotiated_timeout_ms": c.negotiated_timeout_ms()});
-                            compare(&cfg, conn, 0, &text, &up_reply, &or_reply);
+                            compare(&cfg, conn, 0, (&text, None), &up_reply, &or_reply);
                             pair.oracle = Some(c);
                         }
-                        Err(e) => compare(&cfg, conn, 0, &text, &up_reply, &json!({"client_error": e.to_string()})),
+                        Err(e) => {
+                            compare(&cfg, conn, 0, (&text, None), &up_reply, &json!({"client_error": e.to_string()}))
+                        }
                     }
                 }
                 pairs.insert(conn, pair);
@@ -120,6 +122,7 @@ pub async fn run(cfg: CheckerConfig, mut rx: UnboundedReceiver<Msg>) {
                 let write = request.as_ref().is_some_and(is_write);
                 let up_json = up.reply(seq, write, &reply);
                 let text = request.as_ref().map_or_else(|| format!("opcode {opcode}"), describe);
+                let path = request.as_ref().and_then(|r| r.path().map(str::to_string));
                 if let Some(r) = &cfg.recorder {
                     r.write(&Entry::Request {
                         conn,
@@ -138,7 +141,7 @@ pub async fn run(cfg: CheckerConfig, mut rx: UnboundedReceiver<Msg>) {
                     Ok(Err(e)) => json!({"client_error": e.to_string()}),
                     Err(_) => json!({"client_error": "no reply from the oracle within 10 s"}),
                 };
-                compare(&cfg, conn, seq, &text, &up_json, &or_json);
+                compare(&cfg, conn, seq, (&text, path.as_deref()), &up_json, &or_json);
             }
             Msg::Event { conn, event } => {
                 if let Some(p) = pairs.get_mut(&conn) {
@@ -164,7 +167,7 @@ pub async fn run(cfg: CheckerConfig, mut rx: UnboundedReceiver<Msg>) {
                         &cfg,
                         conn,
                         seq,
-                        "events of the connection",
+                        ("events of the connection", None),
                         &json!({ "events": u }),
                         &json!({ "events": o }),
                     );
@@ -177,7 +180,7 @@ pub async fn run(cfg: CheckerConfig, mut rx: UnboundedReceiver<Msg>) {
 }
 
 /// Compares one normalized reply of each side and reports a divergence.
-fn compare(cfg: &CheckerConfig, conn: u64, seq: u64, op: &str, upstream: &Value, oracle: &Value) {
+fn compare(cfg: &CheckerConfig, conn: u64, seq: u64, op: (&str, Option<&str>), upstream: &Value, oracle: &Value) {
     if let Some(div) = super::divergence(conn, seq, op, upstream, oracle, cfg.flavors_differ) {
         (cfg.on_divergence)(&div);
         cfg.divergences.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(div);
