@@ -110,6 +110,16 @@ pub async fn run(args: ConformArgs) -> Result<(), crate::exit::CliError> {
         Progress::Started { target, reference, root, read_only } => {
             bar.suspend(|| println!("{}", Report::header(target, reference, root, read_only)));
         }
+        Progress::Waiting { scenarios, bound } => {
+            bar.suspend(|| {
+                println!(
+                    "waiting for container and TTL collection in {scenarios} scenario(s) at once (at most {} s, \
+                     --collect-wait): ZooKeeper collects every znode.container.checkIntervalMs, 60000 ms by \
+                     default; start it with -Dznode.container.checkIntervalMs=1000 to shorten this",
+                    bound.as_secs()
+                )
+            });
+        }
         Progress::Scenario(r) => {
             bar.inc(1);
             bar.suspend(|| print!("{}", r.terminal()));

@@ -44,7 +44,7 @@ use testkeeper_wire::Acl;
 
 pub use report::{Report, ScenarioResult, ServerInfo, Status};
 use runner::RunCtx;
-use scenario::Scenario;
+use scenario::{Scenario, Step};
 use transcript::{Line, Meta};
 
 /// A server or ensemble: the name it was given by and its nodes' addresses.
@@ -80,6 +80,8 @@ pub struct Config {
 pub enum Progress<'a> {
     /// Who is compared with whom, before the first scenario.
     Started { target: &'a ServerInfo, reference: Option<&'a ServerInfo>, root: &'a str, read_only: bool },
+    /// Before the scenarios that wait for container or TTL collection, which run at once.
+    Waiting { scenarios: usize, bound: Duration },
     /// One scenario's result.
     Scenario(&'a ScenarioResult),
 }
@@ -122,52 +124,50 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result
         None => None,
     };
     let started = Instant::now();
+    let catalogue = cfg.scenarios.clone().unwrap_or_else(catalogue::all);
+    let env = Env {
+        cfg,
+        target,
+        target_info: &target_info,
+        reference_info: reference_info.as_ref(),
+        t_ctx: &t_ctx,
+        t_admin: &t_admin.client,
+        r_side: r_side.as_ref().map(|(ctx, a)| (ctx, &a.client)),
+        golden: golden.as_ref(),
+        root: &root,
+        flavors_differ,
+    };
+    let chosen: Vec<&Scenario> =
+        catalogue.iter().filter(|sc| cfg.filter.as_ref().is_none_or(|f| sc.name.contains(f.as_str()))).collect();
+    // Scenarios that wait for container or TTL collection spend most of their time waiting
+    // (ZooKeeper's collector runs every `znode.container.checkIntervalMs`, 60 s by default):
+    // they run all at once, each in its own subtree, before the others, and the user is told
+    // what the wait is and how to shorten it.
+    let waits = |sc: &Scenario| sc.steps.iter().any(|s| matches!(s, Step::WaitGone(..)));
+    let slow: Vec<&Scenario> = chosen
+        .iter()
+        .copied()
+        .filter(|sc| waits(sc) && skip_reason(cfg, sc, target, &target_info, reference_info.as_ref()).is_none())
+        .collect();
+    if !slow.is_empty() {
+        progress(Progress::Waiting { scenarios: slow.len(), bound: collect_wait });
+    }
+    let mut done: BTreeMap<String, (ScenarioResult, Vec<Line>)> =
+        futures::future::join_all(slow.iter().map(|sc| env.one(sc)))
+            .await
+            .into_iter()
+            .map(|r| (r.0.name.clone(), r))
+            .collect();
     let mut results = Vec::new();
     let mut all_lines = Vec::new();
-    let catalogue = cfg.scenarios.clone().unwrap_or_else(catalogue::all);
-    for sc in catalogue {
-        if cfg.filter.as_ref().is_some_and(|f| !sc.name.contains(f.as_str())) {
-            continue;
-        }
-        let t0 = Instant::now();
-        let mut result = ScenarioResult::new(&sc);
-        if let Some(why) = skip_reason(cfg, &sc, target, &target_info, reference_info.as_ref()) {
-            result.status = Status::Skipped;
-            result.skipped_because = Some(why);
-            progress(Progress::Scenario(&result));
-            results.push(result);
-            continue;
-        }
-        let run = runner::run_scenario(&t_ctx, &t_admin.client, &root, &sc).await;
-        result.problems = run.problems;
-        let reference_lines = match (&r_side, &golden) {
-            (Some((ctx, a)), _) => {
-                let r = runner::run_scenario(ctx, &a.client, &root, &sc).await;
-                result.problems.extend(r.problems.into_iter().map(|p| format!("reference: {p}")));
-                Some(r.lines)
-            }
-            (None, Some(g)) => match g.get(&sc.name) {
-                Some(lines) => Some(lines.clone()),
-                None => {
-                    result.problems.push("the golden transcript has no lines for this scenario".into());
-                    Some(Vec::new())
-                }
-            },
-            (None, None) => None,
+    for sc in chosen {
+        let (result, lines) = match done.remove(&sc.name) {
+            Some(r) => r,
+            None => env.one(sc).await,
         };
-        if let Some(reference) = &reference_lines {
-            result.diffs = diff::diff(Some(&sc.name), &run.lines, reference, flavors_differ);
-            if let Some(first) = result.diffs.iter().find(|d| !d.is_expected()) {
-                let longer = if run.lines.len() > first.step { &run.lines } else { reference };
-                result.reproduction = diff::reproduction(longer, first.step);
-            }
-        }
-        result.status = Status::of(&result, reference_lines.is_some());
-        result.duration_ms = t0.elapsed().as_millis() as u64;
-        result.steps = run.lines.len();
         progress(Progress::Scenario(&result));
         results.push(result);
-        all_lines.extend(run.lines);
+        all_lines.extend(lines);
     }
     t_admin.finish().await;
     if let Some((_, a)) = r_side {
@@ -182,6 +182,63 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result
         scenarios: results,
     };
     Ok((report, all_lines))
+}
+
+/// What every scenario of one run shares.
+struct Env<'a> {
+    cfg: &'a Config,
+    target: &'a Endpoint,
+    target_info: &'a ServerInfo,
+    reference_info: Option<&'a ServerInfo>,
+    t_ctx: &'a RunCtx,
+    t_admin: &'a Client,
+    r_side: Option<(&'a RunCtx, &'a Client)>,
+    golden: Option<&'a BTreeMap<String, Vec<Line>>>,
+    root: &'a str,
+    flavors_differ: bool,
+}
+
+impl Env<'_> {
+    /// Runs one scenario on the target (and the reference, at the same time), and judges it.
+    async fn one(&self, sc: &Scenario) -> (ScenarioResult, Vec<Line>) {
+        let t0 = Instant::now();
+        let mut result = ScenarioResult::new(sc);
+        if let Some(why) = skip_reason(self.cfg, sc, self.target, self.target_info, self.reference_info) {
+            result.status = Status::Skipped;
+            result.skipped_because = Some(why);
+            return (result, Vec::new());
+        }
+        let reference = async {
+            match (self.r_side, self.golden) {
+                (Some((ctx, a)), _) => {
+                    let r = runner::run_scenario(ctx, a, self.root, sc).await;
+                    Some((r.lines, r.problems.into_iter().map(|p| format!("reference: {p}")).collect()))
+                }
+                (None, Some(g)) => Some(match g.get(&sc.name) {
+                    Some(lines) => (lines.clone(), Vec::new()),
+                    None => (Vec::new(), vec!["the golden transcript has no lines for this scenario".to_string()]),
+                }),
+                (None, None) => None,
+            }
+        };
+        let (run, reference) = tokio::join!(runner::run_scenario(self.t_ctx, self.t_admin, self.root, sc), reference);
+        result.problems = run.problems;
+        let reference_lines = reference.map(|(lines, problems)| {
+            result.problems.extend(problems);
+            lines
+        });
+        if let Some(reference) = &reference_lines {
+            result.diffs = diff::diff(Some(&sc.name), &run.lines, reference, self.flavors_differ);
+            if let Some(first) = result.diffs.iter().find(|d| !d.is_expected()) {
+                let longer = if run.lines.len() > first.step { &run.lines } else { reference };
+                result.reproduction = diff::reproduction(longer, first.step);
+            }
+        }
+        result.status = Status::of(&result, reference_lines.is_some());
+        result.duration_ms = t0.elapsed().as_millis() as u64;
+        result.steps = run.lines.len();
+        (result, run.lines)
+    }
 }
 
 /// Why `sc` does not run in this configuration, if it does not.
