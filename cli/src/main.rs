@@ -3,6 +3,7 @@
 mod addr;
 mod bench;
 mod chaos;
+mod client;
 mod cluster_embedded;
 mod conform;
 mod data_dir;
@@ -72,6 +73,10 @@ enum Command {
     ClusterEmbedded(cluster_embedded::ClusterEmbeddedArgs),
     /// Jepsen-style workloads under a seeded nemesis, judged by checkers (docs/chaos.md).
     Chaos(chaos::ChaosArgs),
+    /// A shell for any ZooKeeper or Keeper, with clickhouse keeper-client's flags, commands
+    /// and output (`-h HOST -p PORT`, `-q "ls /; get /a"`).
+    #[command(disable_help_flag = true)]
+    Client(client::ClientArgs),
 }
 
 fn main() -> ExitCode {
@@ -136,6 +141,7 @@ fn main() -> ExitCode {
             Command::ClusterEmbedded(args) => cluster_embedded::run(args).await,
             Command::Faults(_) | Command::Chaos(_) => unreachable!("handled above, for their own exit codes"),
             Command::Snapshot(args) => snapshot::run(args),
+            Command::Client(args) => client::run(args).await,
         }
     });
     match result {

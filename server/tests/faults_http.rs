@@ -109,12 +109,19 @@ async fn ready_and_commands() {
     let (status, body) = http(h, "GET", "/ready", "").await;
     assert_eq!(status, 200);
     assert_eq!(json(&body), json(r#"{"status":"ok","details":{"role":"standalone","hasLeader":true}}"#));
-    assert_eq!(http(h, "GET", "/api/v1/commands/ruok", "").await, (200, "imok".to_string()));
+    // Keeper's KeeperHTTPCommandsHandler: JSON, the 4lw text under "result".
+    let (status, body) = http(h, "GET", "/api/v1/commands/ruok", "").await;
+    assert_eq!((status, json(&body)), (200, json(r#"{"result":"imok"}"#)));
     let (status, mntr) = http(h, "GET", "/api/v1/commands/mntr", "").await;
-    assert!(status == 200 && mntr.contains("zk_znode_count\t"), "{mntr}");
-    assert_eq!(http(h, "GET", "/api/v1/commands/nope", "").await.0, 404);
+    assert!(status == 200 && json(&mntr)["result"].as_str().is_some_and(|m| m.contains("zk_znode_count\t")), "{mntr}");
+    let (status, body) = http(h, "GET", "/api/v1/commands/nope", "").await;
+    assert_eq!((status, json(&body)), (400, json(r#"{"message":"Invalid four letter command."}"#)));
     // Keeper's default allow list leaves out `dump`.
-    assert_eq!(http(h, "GET", "/api/v1/commands/dump", "").await.0, 403);
+    let (status, body) = http(h, "GET", "/api/v1/commands/dump", "").await;
+    assert_eq!((status, json(&body)), (403, json(r#"{"message":"Command is disabled. Check server settings."}"#)));
+    // The text form this route had before it followed Keeper.
+    assert_eq!(http(h, "GET", "/api/v1/commands/ruok?format=text", "").await, (200, "imok".to_string()));
+    assert_eq!(http(h, "GET", "/api/v1/commands/nope?format=text", "").await.0, 404);
 }
 
 /// Checks every line against the text exposition format: `# HELP`/`# TYPE` comments, or

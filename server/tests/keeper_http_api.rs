@@ -35,6 +35,18 @@ impl Answer {
     }
 }
 
+/// A four-letter word on the client port, as ClickHouse's `keeper_utils.send_4lw_cmd` sends it.
+async fn four_letter_word(addr: SocketAddr, word: &str) -> String {
+    within(async {
+        let mut s = TcpStream::connect(addr).await.expect("connect client port");
+        s.write_all(word.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        String::from_utf8_lossy(&out).into_owned()
+    })
+    .await
+}
+
 /// One HTTP/1.0 request, exactly as curl would send it (no Origin, no custom header).
 async fn req(addr: SocketAddr, method: &str, target: &str, headers: &[&str], body: &[u8]) -> Answer {
     within(async {
@@ -299,6 +311,16 @@ async fn storage_api_is_503_without_a_leader() {
         (Some("ok"), Some("follower"), Some(true)),
         "{v}"
     );
+    // ClickHouse's test_keeper_http_control, test_http_commands_basic_responses: `conf` over
+    // HTTP is 200 and its "result" is exactly the four-letter word's answer on the client
+    // port, on the leader and on a follower.
+    for (id, http_addr) in [(leader, lh), (follower, h)] {
+        let a = get(http_addr, "/api/v1/commands/conf").await;
+        assert_eq!((a.status, a.content_type.as_str()), (200, "application/json"), "{a:?}");
+        let tcp = four_letter_word(cluster.node(id).unwrap().addr(), "conf").await;
+        assert!(tcp.contains("clientPort="), "{tcp}");
+        assert_eq!(a.json()["result"].as_str(), Some(tcp.as_str()), "node {id}");
+    }
     // The leader sees its followers alive and synced once they have heard from it.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -351,4 +373,57 @@ async fn storage_api_is_503_without_a_leader() {
     assert!(content.get("keeper_details").is_none(), "{content}");
     http.stop().await;
     cluster.shutdown().await;
+}
+
+/// `/api/v1/commands?command=` runs keeper-client's language on this server, in both flavors:
+/// the output of `testkeeper client -q` for the same line, under "result".
+async fn commands_line(flavor: Flavor) {
+    let mut tk = start(flavor, 1).await;
+    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let q = |line: &str| format!("/api/v1/commands?command={}", urlencode(line));
+    let a = get(h, &q("create /shell 'a b'; create /shell/x 1; ls /shell; get /shell; exists /nope")).await;
+    assert_eq!((a.status, a.content_type.as_str()), (200, "application/json"), "{a:?}");
+    assert_eq!(a.json()["result"], "x\na b\n0\n", "{flavor:?}");
+    let a = get(h, &format!("{}&cwd=/shell", q("ls; get x; get_direct_children_number"))).await;
+    assert_eq!(a.json()["result"], "x\n1\n1\n", "{flavor:?}: relative to cwd");
+    let a = get(h, &q("ruok")).await;
+    assert_eq!(a.json()["result"], "imok\n");
+    // A failing statement stops the line: what ran before is kept, the error is keeper-client's.
+    let a = get(h, &q("get /shell; get /missing; ls /")).await;
+    assert_eq!(a.status, 400, "{a:?}");
+    let v = a.json();
+    assert_eq!(
+        (v["result"].as_str(), v["message"].as_str()),
+        (Some("a b\n"), Some("Coordination error: No node, path /missing"))
+    );
+    let a = get(h, &q("bogus /x")).await;
+    assert_eq!(a.status, 400);
+    assert!(a.json()["message"].as_str().unwrap().contains("unknown command 'bogus'"), "{a:?}");
+    assert_eq!(get(h, "/api/v1/commands").await.status, 400, "no command");
+    // A line that writes, from a page of another site, is refused; a read is not.
+    let foreign = ["Sec-Fetch-Site: cross-site"];
+    assert_eq!(req(h, "GET", &q("create /from_a_page x"), &foreign, b"").await.status, 403);
+    let zk = connect(&tk).await;
+    assert!(zk.exists("/from_a_page", false).await.unwrap().is_none());
+    let _ = zk.close().await;
+}
+
+/// Percent-encodes a query value (only what the lines above need).
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_keeper_client_line_over_http_keeper_flavor() {
+    commands_line(Flavor::Keeper).await;
+}
+
+#[tokio::test]
+async fn a_keeper_client_line_over_http_zookeeper_flavor() {
+    commands_line(Flavor::Zookeeper).await;
 }

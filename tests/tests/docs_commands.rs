@@ -31,8 +31,8 @@ use testkeeper_tests::env::{repo_root, testkeeper_bin};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_wire::client::{Client, ConnectOptions};
 
-const SUBCOMMANDS: [&str; 10] =
-    ["serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults", "snapshot", "chaos"];
+const SUBCOMMANDS: [&str; 11] =
+    ["serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults", "snapshot", "chaos", "client"];
 
 /// A documented command: where it is, and its words.
 #[derive(Debug, Clone)]
@@ -345,9 +345,12 @@ fn help_flags(sub: &str) -> BTreeSet<String> {
 
 #[test]
 fn the_flag_tables_of_cli_md_match_the_binary() {
-    for (sub, heading) in
-        [("serve", "## `testkeeper serve`"), ("bench", "## `testkeeper bench`"), ("chaos", "## `testkeeper chaos`")]
-    {
+    for (sub, heading) in [
+        ("serve", "## `testkeeper serve`"),
+        ("bench", "## `testkeeper bench`"),
+        ("chaos", "## `testkeeper chaos`"),
+        ("client", "## `testkeeper client`"),
+    ] {
         let (documented, actual) = (table_flags(heading), help_flags(sub));
         let missing: Vec<_> = actual.difference(&documented).collect();
         let unknown: Vec<_> = documented.difference(&actual).collect();

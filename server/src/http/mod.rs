@@ -3,7 +3,8 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /ready` | `{"details":{"hasLeader":true,"role":"standalone"},"status":"ok"}`; 503 and `"fail"` for a cluster node without a leader |
-//! | `GET /api/v1/commands/{word}` | the four-letter word's answer, as text |
+//! | `GET /api/v1/commands/{word}` | the four-letter word's answer, `{"result": ...}` |
+//! | `GET\|POST /api/v1/commands?command=...` | a keeper-client line's output, `{"result": ...}` |
 //! | `GET /metrics` | Prometheus text exposition (format 0.0.4) |
 //! | `POST /api/v1/faults` | body = one rule, text or JSON; `{"id":N,"rule":..}`, or 400 with the parse error |
 //! | `GET /api/v1/faults` | `{"seed":S,"rules":[...]}` with match and firing counts |
@@ -78,6 +79,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
 pub fn router_with(shared: Arc<Shared>, peers: dashboard::Peers) -> Router {
     Router::new()
         .route("/ready", get(control::ready))
+        .route("/api/v1/commands", get(control::run_line).post(control::run_line))
         .route("/api/v1/commands/{word}", get(control::command))
         .route("/metrics", get(metrics::metrics))
         .route("/api/v1/faults", get(faults::list).post(faults::add).delete(faults::clear))
