@@ -108,8 +108,10 @@ pub struct ServerConfig {
 pub struct ConnLimits {
     /// Open client connections at most (0: no limit); an extra one is closed at once.
     pub max_connections: usize,
-    /// Open client connections from one IP address at most (ZooKeeper's `maxClientCnxns`,
-    /// 60 by default; 0: no limit).
+    /// Open client connections from one IP address at most (0: no limit). The zookeeper
+    /// flavor has ZooKeeper's `maxClientCnxns`, 60; the keeper flavor none, as ClickHouse
+    /// Keeper has no per-address cap, and everything in a test runs on 127.0.0.1
+    /// ([`ConnLimits::for_flavor`]).
     pub max_connections_per_ip: usize,
     /// A connection must send its handshake (or a four-letter word) within this long of being
     /// accepted, however it trickles its bytes (0: no bound).
@@ -121,6 +123,17 @@ pub struct ConnLimits {
     /// Reply bytes a connection may have queued and unwritten before the server stops reading
     /// its requests (0: no limit).
     pub reply_queue_bytes: usize,
+}
+
+impl ConnLimits {
+    /// The defaults of `flavor`: [`ConnLimits::default`] (ZooKeeper's), without the per-IP cap
+    /// for the keeper flavor.
+    pub fn for_flavor(flavor: Flavor) -> ConnLimits {
+        match flavor {
+            Flavor::Keeper => ConnLimits { max_connections_per_ip: 0, ..ConnLimits::default() },
+            Flavor::Zookeeper => ConnLimits::default(),
+        }
+    }
 }
 
 impl Default for ConnLimits {
@@ -168,7 +181,7 @@ impl ServerConfig {
             reserved_log_items: 100_000,
             broken: None,
             tap: None,
-            limits: ConnLimits::default(),
+            limits: ConnLimits::for_flavor(flavor),
         }
     }
 

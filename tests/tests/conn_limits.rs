@@ -151,3 +151,30 @@ fn out_of_descriptors_the_accept_loop_backs_off_and_recovers() {
     s.read_to_string(&mut answer).unwrap();
     assert_eq!(answer, "imok");
 }
+
+/// The per-IP cap by flavor, with no flag: the keeper flavor takes more than 60 connections
+/// from 127.0.0.1 (ClickHouse Keeper has no per-address cap, and a test process opens them all
+/// from loopback); the zookeeper flavor closes the 61st at once, as ZooKeeper's default
+/// `maxClientCnxns` does; the flag changes it for either.
+#[test]
+fn the_per_ip_cap_is_zookeepers_60_in_the_zookeeper_flavor_and_none_in_the_keeper_flavor() {
+    let open = |addr: SocketAddr, n: usize| -> Vec<TcpStream> {
+        (0..n).map(|_| TcpStream::connect(addr).expect("connect")).collect()
+    };
+    let keeper = TestkeeperProcess::start(&["--flavor", "keeper"]);
+    let mut held = open(keeper.addr(), 80);
+    assert!(!closed_within(held.last_mut().unwrap(), Duration::from_millis(300)), "keeper flavor closed the 80th");
+    assert_eq!(session_works(keeper.addr()), Ok(()), "keeper flavor: an 81st connection gets a session");
+
+    let zookeeper = TestkeeperProcess::start(&["--flavor", "zookeeper"]);
+    let mut sixty = open(zookeeper.addr(), 60);
+    assert!(!closed_within(sixty.last_mut().unwrap(), Duration::from_millis(300)), "the 60th is within the cap");
+    let mut extra = TcpStream::connect(zookeeper.addr()).unwrap();
+    assert!(closed_within(&mut extra, Duration::from_secs(5)), "zookeeper flavor kept the 61st");
+    assert!(zookeeper.log_tail(50).contains("--max-connections-per-ip"), "the refusal names the flag");
+
+    let raised = TestkeeperProcess::start(&["--flavor", "zookeeper", "--max-connections-per-ip", "0"]);
+    let mut many = open(raised.addr(), 80);
+    assert!(!closed_within(many.last_mut().unwrap(), Duration::from_millis(300)), "--max-connections-per-ip 0");
+    drop((held, sixty, many));
+}

@@ -107,9 +107,29 @@ pub fn parse_glob(value: &str) -> Result<Option<GlobMatcher>, String> {
     if !value.starts_with('/') {
         return Err(format!("bad value for path: '{value}' must start with '/' (ZooKeeper paths are absolute)"));
     }
+    if value.len() > super::rule::MAX_GLOB_LEN {
+        return Err(format!(
+            "bad value for path: a glob of {} bytes (at most {})",
+            value.len(),
+            super::rule::MAX_GLOB_LEN
+        ));
+    }
+    let parts = value.chars().filter(|c| matches!(c, '*' | '?' | '[' | '{' | ',')).count();
+    if parts > super::rule::MAX_GLOB_PARTS {
+        return Err(format!(
+            "bad value for path: '{value}' has {parts} wildcards and alternatives (at most {})",
+            super::rule::MAX_GLOB_PARTS
+        ));
+    }
     // Literal separators make `*` stop at '/', so `/locks/*` means the children of /locks only.
     let glob: Glob = GlobBuilder::new(value)
         .literal_separator(true)
+        .build()
+        .map_err(|e| format!("bad value for path: '{value}': {e}"))?;
+    // `compile_matcher` panics when the regex it builds is refused (too big); a set of one
+    // glob builds the same regex and says so as an error instead.
+    globset::GlobSetBuilder::new()
+        .add(glob.clone())
         .build()
         .map_err(|e| format!("bad value for path: '{value}': {e}"))?;
     Ok(Some(glob.compile_matcher()))

@@ -31,7 +31,11 @@ use testkeeper_wire::Request;
 
 pub use events::{EventLog, FaultEvent, EVENT_LOG_CAPACITY};
 pub use matcher::{parse_session, Matcher};
-pub use rule::{Action, Kind, Rule, RuleError};
+pub use rule::{Action, Kind, Rule, RuleError, MAX_DELAY_MS, MAX_GLOB_LEN};
+
+/// The most rules one server holds at once: each is matched against every request, and ten
+/// thousand rules once cost 123 MB and slowed every request; no test needs this many.
+pub const MAX_RULES: usize = 1000;
 
 /// A rule in the table with its counters.
 #[derive(Debug, Clone)]
@@ -106,7 +110,14 @@ impl Faults {
     /// # Errors
     /// The rule's parse error.
     pub fn add(&mut self, text: &str) -> Result<u64, RuleError> {
-        Ok(self.add_rule(Rule::parse(text)?))
+        let rule = Rule::parse(text)?;
+        if self.rules.len() >= MAX_RULES {
+            return Err(RuleError {
+                rule: text.to_string(),
+                reason: format!("too many fault rules: at most {MAX_RULES} at once (remove some first)"),
+            });
+        }
+        Ok(self.add_rule(rule))
     }
 
     /// Adds a parsed rule; returns its id (1, 2, 3..., never reused).
@@ -210,9 +221,11 @@ impl Faults {
             let ms = if jitter.is_zero() {
                 base
             } else {
-                let j = jitter.as_millis() as i64;
-                let d = base.as_millis() as i64 + self.rng.gen_range(-j..=j);
-                std::time::Duration::from_millis(d.max(0) as u64)
+                // Both are at most rule::MAX_DELAY_MS, so neither conversion can wrap.
+                let j = i64::try_from(jitter.as_millis()).unwrap_or(i64::MAX / 4);
+                let b = i64::try_from(base.as_millis()).unwrap_or(i64::MAX / 4);
+                let d = b.saturating_add(self.rng.gen_range(-j..=j));
+                std::time::Duration::from_millis(u64::try_from(d.max(0)).unwrap_or(0))
             };
             fired.delay = Some(ms);
         }
@@ -304,6 +317,34 @@ mod tests {
         assert!(f.remove(1) && !f.remove(1));
         f.clear();
         assert!(f.rules().is_empty());
+    }
+
+    #[test]
+    fn hostile_rules_are_refused_by_name_and_never_panic() {
+        let mut f = Faults::new(1);
+        for (rule, says) in [
+            ("delay:ms=1,jitter=9223372036854775809,op=exists", "bad value for jitter"),
+            ("delay:ms=18446744073709551615", "bad value for ms"),
+            ("delay:ms=3600001", "at most 3600000 ms"),
+        ] {
+            let e = f.add(rule).unwrap_err();
+            assert!(e.reason.contains(says), "{rule}: {}", e.reason);
+        }
+        let long = format!("drop-response:path=/{}", "a".repeat(400_000));
+        assert!(f.add(&long).unwrap_err().reason.contains("bytes (at most 1024)"));
+        let stars = format!("drop-response:path=/{}", "*a".repeat(100));
+        assert!(f.add(&stars).unwrap_err().reason.contains("wildcards and alternatives"));
+        // The largest accepted delay fires without overflow.
+        f.add("delay:ms=3600000,jitter=3600000").unwrap();
+        for i in 0..20 {
+            let d = f.check(&get("/j"), 1, i, At::default()).unwrap().delay.unwrap();
+            assert!(d.as_millis() <= 7_200_000, "{d:?}");
+        }
+        for _ in 0..MAX_RULES - 1 {
+            f.add("drop-response:op=exists,count=1").unwrap();
+        }
+        let e = f.add("drop-response").unwrap_err();
+        assert!(e.reason.contains("too many fault rules: at most 1000"), "{}", e.reason);
     }
 
     #[test]

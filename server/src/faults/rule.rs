@@ -145,6 +145,17 @@ pub struct Rule {
 
 const KEYS: &str = "op, path, session, nth, prob, count, code (error), ms and jitter (delay)";
 
+/// The longest `ms=` and `jitter=` (one hour): a test that holds a reply longer is waiting
+/// for nothing, and the bound keeps `ms + jitter` far inside every integer it is drawn in.
+pub const MAX_DELAY_MS: u64 = 3_600_000;
+
+/// The longest `path=` glob, in bytes (ZooKeeper paths in tests are far shorter; the bound
+/// keeps the compiled matcher small).
+pub const MAX_GLOB_LEN: usize = 1024;
+
+/// The most wildcards and alternatives (`*`, `?`, `[`, `{`, `,` inside braces) in one glob.
+pub const MAX_GLOB_PARTS: usize = 64;
+
 impl Rule {
     /// Parses `KIND[:key=value,...]`.
     ///
@@ -242,7 +253,11 @@ fn parse_positive(key: &str, value: &str) -> Result<u64, String> {
 }
 
 fn parse_ms(key: &str, value: &str) -> Result<u64, String> {
-    value.parse::<u64>().map_err(|_| format!("bad value for {key}: '{value}' (expected whole milliseconds)"))
+    match value.parse::<u64>() {
+        Ok(ms) if ms <= MAX_DELAY_MS => Ok(ms),
+        Ok(_) => Err(format!("bad value for {key}: '{value}' (at most {MAX_DELAY_MS} ms, one hour)")),
+        Err(_) => Err(format!("bad value for {key}: '{value}' (expected whole milliseconds, at most {MAX_DELAY_MS})")),
+    }
 }
 
 fn parse_prob(value: &str) -> Result<f64, String> {
