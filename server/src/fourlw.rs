@@ -179,6 +179,7 @@ fn mntr(e: &Engine) -> String {
     kv(&mut s, "last_snapshot_copy_us", &l.last_snapshot_copy_us);
     kv(&mut s, "last_snapshot_write_us", &l.last_snapshot_write_us);
     kv(&mut s, "last_log_compact_us", &l.last_compact_us);
+    kv(&mut s, "snapshot_failures", &l.snapshot_failures);
     kv(&mut s, "cnt_fsynctime", &l.syncs);
     kv(
         &mut s,

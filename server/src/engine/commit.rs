@@ -59,6 +59,8 @@ pub struct LogInfo {
     pub last_snapshot_write_us: u64,
     /// How long compacting the log below the last snapshot held the lock, µs.
     pub last_compact_us: u64,
+    /// Snapshot writes that failed since start (each retried after a growing wait).
+    pub snapshot_failures: u64,
     /// Flushes of the log, and the time they took.
     pub syncs: u64,
     pub sync_us_total: u64,
@@ -77,6 +79,7 @@ impl LogInfo {
             last_snapshot_copy_us: 0,
             last_snapshot_write_us: 0,
             last_compact_us: 0,
+            snapshot_failures: 0,
             syncs: 0,
             sync_us_total: 0,
             sync_us_max: 0,

@@ -60,7 +60,11 @@ impl Engine {
                 self.log_info.last_compact_us = started.elapsed().as_micros() as u64;
                 self.log_info.first_index = self.log.first_index();
             }
-            Some(Err(e)) => error!(error = %e, "writing a snapshot failed; the log is kept whole"),
+            Some(Err(e)) => {
+                self.log_info.snapshot_failures = s.failures;
+                let retry_in = s.retry_at().map_or(0, |t| t.saturating_duration_since(Instant::now()).as_millis());
+                error!(error = %e, failures = s.failures, retry_in_ms = retry_in as u64, "writing a snapshot failed; the log is kept whole, and the next attempt waits");
+            }
         }
     }
 }

@@ -71,6 +71,7 @@ pub fn registry(e: &Engine) -> Registry {
     r.register("log_durable_index", "Index of the last log entry known durable", g64(l.durable_index));
     r.register("log_committed_index", "Index of the last committed (applied) entry", g64(e.state.last_index()));
     r.register("snapshot_last_index", "Log index of the newest snapshot (0: none)", g64(l.last_snapshot_index));
+    r.register("snapshot_failures", "Snapshot writes that failed since start", g64(l.snapshot_failures));
     r.register_with_unit(
         "snapshot_last_size",
         "Size of the newest snapshot file",

@@ -63,13 +63,19 @@ pub fn write(dir: &Path, index: u64, body: &[u8]) -> io::Result<(PathBuf, u64)> 
     let path = dir.join(file_name(index));
     let tmp = dir.join(format!("{}.tmp", file_name(index)));
     let compressed = zstd::bulk::compress(body, LEVEL)?;
-    {
+    let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(&compressed)?;
         f.sync_all()?;
+        fs::rename(&tmp, &path)?;
+        sync_dir(dir)
+    })();
+    if let Err(e) = written {
+        // A full disk fails the write half way: leave no partial `.tmp` behind (each failed
+        // attempt once left one, and the next attempt on a full disk fills it further).
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    fs::rename(&tmp, &path)?;
-    sync_dir(dir)?;
     Ok((path, compressed.len() as u64))
 }
 

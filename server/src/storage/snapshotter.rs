@@ -11,7 +11,7 @@
 use std::io;
 use std::path::PathBuf;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use testkeeper_core::snapshot;
 use testkeeper_core::state::State;
@@ -46,7 +46,17 @@ pub struct Snapshotter {
     /// Index of the newest snapshot on disk (0: none).
     last: u64,
     running: Option<(u64, JoinHandle<io::Result<Taken>>)>,
+    /// Failed writes in a row (0 after a success), and when the next may start: a snapshot
+    /// that fails (a full disk) is retried after 1 s, 2 s, 4 s... up to a minute, not on every
+    /// commit (41 attempts in 2.8 s before).
+    failures_in_a_row: u32,
+    retry_at: Option<Instant>,
+    /// Failed writes since start, for `mntr` and `/metrics`.
+    pub failures: u64,
 }
+
+/// The longest wait between two attempts after failures.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 impl Snapshotter {
     /// The schedule for `dir` (`None`: snapshots stay in memory), whose newest snapshot is at
@@ -59,7 +69,18 @@ impl Snapshotter {
         reserved: u64,
         last: u64,
     ) -> Snapshotter {
-        Snapshotter { dir, keep_body, distance: distance.max(1), keep, reserved, last, running: None }
+        Snapshotter {
+            dir,
+            keep_body,
+            distance: distance.max(1),
+            keep,
+            reserved,
+            last,
+            running: None,
+            failures_in_a_row: 0,
+            retry_at: None,
+            failures: 0,
+        }
     }
 
     /// Index of the newest snapshot taken from now on counts from `last`.
@@ -74,7 +95,14 @@ impl Snapshotter {
 
     /// Whether a snapshot of a state at `applied` is due.
     pub fn due(&self, applied: u64) -> bool {
-        self.running.is_none() && applied >= self.last + self.distance
+        self.running.is_none()
+            && applied >= self.last + self.distance
+            && self.retry_at.is_none_or(|t| Instant::now() >= t)
+    }
+
+    /// How long after `failures_in_a_row` failures the next attempt waits.
+    fn backoff(failures_in_a_row: u32) -> Duration {
+        Duration::from_secs(1u64 << failures_in_a_row.saturating_sub(1).min(6)).min(MAX_BACKOFF)
     }
 
     /// Whether one is being written.
@@ -126,6 +154,14 @@ impl Snapshotter {
         }
         let (_, handle) = self.running.take()?;
         let result = handle.join().unwrap_or_else(|_| Err(io::Error::other("the snapshot thread panicked")));
+        match &result {
+            Ok(_) => (self.failures_in_a_row, self.retry_at) = (0, None),
+            Err(_) => {
+                self.failures += 1;
+                self.failures_in_a_row += 1;
+                self.retry_at = Some(Instant::now() + Self::backoff(self.failures_in_a_row));
+            }
+        }
         if let Ok(t) = &result {
             self.last = t.index;
             if let Some(dir) = &self.dir {
@@ -137,8 +173,50 @@ impl Snapshotter {
         Some(result)
     }
 
+    /// When the next attempt may start after a failure (`None`: no failure pending).
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.retry_at
+    }
+
     /// The first log index to keep once the snapshot at `index` is durable.
     pub fn compact_below(&self, index: u64) -> u64 {
         index.saturating_sub(self.reserved) + 1
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+    use crate::config::ServerConfig;
+    use crate::core::flavor::Flavor;
+    use crate::engine::Engine;
+
+    fn state() -> State {
+        State::new(&Engine::fresh_options(&ServerConfig::new(Flavor::Keeper), 0))
+    }
+
+    #[test]
+    fn the_wait_doubles_from_a_second_to_a_minute() {
+        let waits: Vec<u64> = (1..=9).map(|n| Snapshotter::backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_tmp_and_waits_before_the_next() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A file where the snapshots directory should be: every write fails.
+        let blocked = tmp.path().join("snapshots");
+        std::fs::write(&blocked, b"not a directory").unwrap();
+        let mut s = Snapshotter::new(Some(blocked.clone()), false, 1, 3, 0, 0);
+        s.start(state());
+        assert!(matches!(s.poll(true), Some(Err(_))));
+        assert_eq!((s.failures, s.due(10)), (1, false), "no retry before the backoff");
+        assert!(s.retry_at().is_some());
+        let dir = tmp.path().join("ok");
+        std::fs::create_dir(&dir).unwrap();
+        let mut ok = Snapshotter::new(Some(dir.clone()), false, 1, 3, 0, 0);
+        ok.start(state());
+        assert!(matches!(ok.poll(true), Some(Ok(_))));
+        assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
     }
 }
