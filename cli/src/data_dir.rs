@@ -117,7 +117,7 @@ pub fn refused(dir: &Path, e: &dyn std::fmt::Display) -> String {
     } else if text.contains("was made with") {
         "; start with the flags it was made with, or give a new --data-dir"
     } else {
-        "; nothing in the directory was changed: see docs/persistence.md, \"Recovery\""
+        "; see docs/persistence.md, \"Recovery\""
     };
     format!("refusing to start: the data directory {} does not recover: {text}{fix}", dir.display())
 }

@@ -70,3 +70,32 @@ fn a_blocked_snapshot_directory_backs_off_leaves_no_tmp_and_recovers() {
     let kids = rt.block_on(zk.get_children("/", false)).unwrap();
     assert_eq!(kids.iter().filter(|k| k.starts_with('n')).count(), n, "every acknowledged write is there");
 }
+
+/// Issue 27, item 1: a start attempted while the disk was full left sled's zero-byte
+/// `log/snap.<lsn>.generating`, and every later start failed ("Read corrupted data at file
+/// offset None") until someone deleted it by hand. The leftover is removed with a warning and
+/// the directory recovers.
+#[test]
+fn sleds_unfinished_snapshot_file_no_longer_bricks_the_directory() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap().to_string();
+    {
+        let tk = TestkeeperProcess::start(&["--data-dir", &dir]);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let zk = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+            zk.create("/kept", b"v", &Acl::open(), 0).await.unwrap();
+        });
+    }
+    let leftover = data.path().join("log").join("snap.0000000000009999.generating");
+    std::fs::write(&leftover, b"").unwrap();
+    let tk = TestkeeperProcess::try_start(&["--data-dir", &dir]).expect("the directory must start");
+    assert!(!leftover.exists(), "the unfinished file is removed");
+    assert!(tk.log_tail(50).contains("removed sled's unfinished snapshot"), "{}", tk.log_tail(50));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (data, _) = rt.block_on(async {
+        let zk = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+        zk.get_data("/kept", false).await.unwrap()
+    });
+    assert_eq!(data, b"v");
+}

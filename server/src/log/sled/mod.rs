@@ -79,6 +79,27 @@ impl Drop for SledLog {
     }
 }
 
+/// Removes sled's own unfinished page-table snapshots, `snap.<lsn>.generating`, before sled
+/// opens the directory. sled writes its snapshot to that name and renames it when complete, so
+/// one left behind is always an interrupted write (a crash, a full disk); but sled 0.34 then
+/// trips over it at every later open ("empty/corrupt snapshot file found", then "Read
+/// corrupted data at file offset None"; sled issues #1527 and #1509), so a supervisor that
+/// restarts the server after a full disk bricked it. Our records are in sled's log, not in
+/// these files, and sled rebuilds its page table from the log without them.
+fn remove_unfinished_sled_snapshots(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            let path = e.path();
+            match std::fs::remove_file(&path) {
+                Ok(()) => warn!(file = %path.display(), "removed sled's unfinished snapshot (sled issue #1527)"),
+                Err(err) => warn!(file = %path.display(), error = %err, "cannot remove sled's unfinished snapshot"),
+            }
+        }
+    }
+}
+
 impl SledLog {
     /// Waits for the compactor thread, if one runs.
     fn await_compactor(&mut self) {
@@ -99,6 +120,7 @@ impl SledLog {
     /// or the commit index lies beyond the log. Nothing is changed on disk then.
     pub fn open(dir: &Path, write_behind: bool) -> Result<Opened, LogError> {
         let name = dir.display().to_string();
+        remove_unfinished_sled_snapshots(dir);
         let db = sled::Config::new()
             .path(dir)
             .flush_every_ms(Some(500))
