@@ -187,12 +187,13 @@ pub struct DumpedNode {
     pub seq: i64,
 }
 
-/// Verifies a serialized snapshot and rebuilds its state with `rules`, calling `each` for
-/// every node as it is read.
+/// Checks the trailing CRC-32 of a serialized snapshot (which needs no flavor rules, so a
+/// server can check its newest snapshot before it opens anything for writing); the content
+/// before the checksum.
 ///
 /// # Errors
-/// A checksum, format or digest that does not verify.
-pub fn read(body: &[u8], rules: &Rules, mut each: impl FnMut(&DumpedNode)) -> Result<State, SnapshotError> {
+/// The body is shorter than a checksum, or the checksum differs.
+pub fn verify_checksum(body: &[u8]) -> Result<&[u8], SnapshotError> {
     if body.len() < 4 {
         return Err(SnapshotError::Format("shorter than its checksum".into()));
     }
@@ -202,6 +203,16 @@ pub fn read(body: &[u8], rules: &Rules, mut each: impl FnMut(&DumpedNode)) -> Re
     if stored != computed {
         return Err(SnapshotError::Checksum { stored, computed });
     }
+    Ok(content)
+}
+
+/// Verifies a serialized snapshot and rebuilds its state with `rules`, calling `each` for
+/// every node as it is read.
+///
+/// # Errors
+/// A checksum, format or digest that does not verify.
+pub fn read(body: &[u8], rules: &Rules, mut each: impl FnMut(&DumpedNode)) -> Result<State, SnapshotError> {
+    let content = verify_checksum(body)?;
     let h = header(content)?;
     let mut r = Reader::new(&content[8 + 8 + 8 + 8 + 1 + 8 + 8 + 8..]);
     let n_acls = r.count(4).map_err(format)?;

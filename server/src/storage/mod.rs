@@ -171,6 +171,18 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
     if let (LogBackend::Sled, Some(newest), false) = (&cfg.log_backend, files.last(), log_dir.exists()) {
         return Err(log_missing(newest));
     }
+    // The newest snapshot is decompressed and its checksum verified before sled opens `log/`,
+    // which sled writes to as it opens (its page table, `log/db`): a start refused for a
+    // damaged snapshot leaves the whole directory as it was, evidence included.
+    let mut newest_body = match files.last() {
+        None => None,
+        Some(f) => {
+            let bad = |why: String| StorageError::Snapshot { file: f.path.clone(), index: f.index, why };
+            let body = snapshots::read(&f.path).map_err(|e| bad(e.to_string()))?;
+            snapshot::verify_checksum(&body).map_err(|e| bad(e.to_string()))?;
+            Some(body)
+        }
+    };
     let (backend, meta, warnings) = match &cfg.log_backend {
         LogBackend::Sled => {
             let opened = SledLog::open(&log_dir, cfg.fsync == crate::config::Fsync::Always)?;
@@ -219,7 +231,7 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
         None => State::new(&opts),
         Some(f) => {
             let bad = |why: String| StorageError::Snapshot { file: f.path.clone(), index: f.index, why };
-            let body = snapshots::read(&f.path).map_err(|e| bad(e.to_string()))?;
+            let body = newest_body.take().expect("read and verified above, before the log opened");
             let state = snapshot::read(&body, &opts.rules, |_| {}).map_err(|e| bad(e.to_string()))?;
             if state.last_index() != f.index {
                 return Err(bad(format!(
