@@ -26,6 +26,11 @@ pub struct StorageArgs {
     /// With --data-dir: log entries kept below the newest snapshot (Keeper's reserved_log_items).
     #[arg(long, value_name = "N", requires = "data_dir")]
     pub reserved_log_items: Option<u64>,
+    /// With --data-dir: free bytes to keep on its filesystem; below, writes are refused with
+    /// NOTREADONLY (-119) and reads go on, until there is room again (0: no margin; default
+    /// 16 MiB).
+    #[arg(long, value_name = "BYTES", requires = "data_dir")]
+    pub keep_free_space_bytes: Option<u64>,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -47,6 +52,9 @@ impl StorageArgs {
         }
         if let Some(n) = self.reserved_log_items {
             cfg.reserved_log_items = n;
+        }
+        if let Some(n) = self.keep_free_space_bytes {
+            cfg.keep_free_space_bytes = n;
         }
     }
 }

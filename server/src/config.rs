@@ -93,6 +93,9 @@ pub struct ServerConfig {
     pub snapshots_to_keep: usize,
     /// Entries kept in the log below the newest snapshot (Keeper's `reserved_log_items`).
     pub reserved_log_items: u64,
+    /// With a data dir: free bytes kept on its filesystem; below, writes are refused with
+    /// NOTREADONLY until there is room again (0: no margin; `engine/disk.rs`).
+    pub keep_free_space_bytes: u64,
     /// A deliberately broken behaviour, for the chaos checkers' self-test only
     /// (`crate::broken`); `None` in every real use.
     pub broken: Option<Broken>,
@@ -101,6 +104,10 @@ pub struct ServerConfig {
     /// Connection limits and timeouts (`--max-connections`, `--handshake-timeout-ms`, ...).
     pub limits: ConnLimits,
 }
+
+/// The default of `--keep-free-space-bytes`: 16 MiB, room for a few seconds of writes and a
+/// small snapshot, and far below what a CI machine has free.
+pub const DEFAULT_KEEP_FREE_SPACE_BYTES: u64 = 16 << 20;
 
 /// What bounds a connection before and while it is served: how many there may be, how long
 /// one may take to say who it is, and how much it may leave unread.
@@ -179,6 +186,7 @@ impl ServerConfig {
             snapshot_distance: 100_000,
             snapshots_to_keep: 3,
             reserved_log_items: 100_000,
+            keep_free_space_bytes: DEFAULT_KEEP_FREE_SPACE_BYTES,
             broken: None,
             tap: None,
             limits: ConnLimits::for_flavor(flavor),

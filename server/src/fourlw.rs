@@ -180,6 +180,11 @@ fn mntr(e: &Engine) -> String {
     kv(&mut s, "last_snapshot_write_us", &l.last_snapshot_write_us);
     kv(&mut s, "last_log_compact_us", &l.last_compact_us);
     kv(&mut s, "snapshot_failures", &l.snapshot_failures);
+    if let Some(d) = &e.disk {
+        // testkeeper's own: whether writes are refused for want of disk space, and how many were.
+        kv(&mut s, "disk_space_low", &u8::from(d.is_low()));
+        kv(&mut s, "writes_refused_disk_space", &d.refused);
+    }
     kv(&mut s, "cnt_fsynctime", &l.syncs);
     kv(
         &mut s,

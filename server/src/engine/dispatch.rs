@@ -180,6 +180,18 @@ impl Engine {
                     self.propose(session, Decide::Noop, Reply::Client { conn, xid, shape, started });
                 }
             }
+            Work::Req(req)
+                if self.is_write_req(&req) && self.disk.as_mut().is_some_and(super::disk::DiskGuard::low) =>
+            {
+                // The data directory's filesystem is nearly full: refused as a read-only
+                // ZooKeeper server refuses a write, before anything is proposed or logged.
+                let (op, path) = (req.op(), req.path().map(str::to_string));
+                if let Some(d) = self.disk.as_mut() {
+                    d.refused += 1;
+                }
+                self.reply(conn, xid, self.state.zxid(), ZkError::NotReadOnly.code(), &Response::Empty);
+                self.finished(conn, xid, op, path.as_deref(), started);
+            }
             Work::Req(req) if self.is_write_req(&req) => {
                 let auth = self.auth_of(conn);
                 let shape = Shape::of(&req);

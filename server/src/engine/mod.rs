@@ -30,6 +30,7 @@ pub mod backlog;
 mod broken;
 mod commit;
 mod conns;
+mod disk;
 mod dispatch;
 mod faults;
 mod internal_ops;
@@ -111,6 +112,8 @@ pub struct Engine {
     pub(crate) stopped: bool,
     /// Why a cluster node stopped serving (a digest mismatch), if it did.
     pub(crate) stop_reason: Option<String>,
+    /// With a data directory: refuses writes while its filesystem is nearly full.
+    pub(crate) disk: Option<disk::DiskGuard>,
 }
 
 /// How a new engine starts: the state and the log it continues.
@@ -213,7 +216,10 @@ impl Engine {
             last_gc_ms: now,
             stopped: false,
             stop_reason: None,
+            disk: None,
         };
+        engine.disk =
+            engine.cfg.data_dir.clone().and_then(|d| disk::DiskGuard::new(d, engine.cfg.keep_free_space_bytes));
         engine.log_info.first_index = engine.log.first_index();
         engine.proposer.set_broken_partial_multi(engine.cfg.broken == Some(crate::broken::Broken::PartialMulti));
         engine
