@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Comma list of allowed four-letter words, or '*' (keeper: Keeper's default list; zookeeper: all).
     #[arg(long)]
     pub four_letter_words: Option<String>,
+    /// Keeper flavor: take a handshake of any length, as ZooKeeper does, instead of only
+    /// Keeper's 44 or 45 bytes (a client with an empty password sends 29).
+    #[arg(long)]
+    pub lenient_handshake: bool,
     /// Super user digest, `super:<base64 sha1 of super:password>`.
     #[arg(long)]
     pub super_digest: Option<String>,
@@ -141,6 +145,7 @@ impl ServeArgs {
             cfg.default_session_timeout_ms.clamp(cfg.min_session_timeout_ms, cfg.max_session_timeout_ms);
         cfg.tick_ms = self.tick_ms;
         cfg.container_check_ms = self.container_check_ms;
+        cfg.lenient_handshake = self.lenient_handshake;
         if let Some(words) = &self.four_letter_words {
             cfg.four_letter_words =
                 if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };

@@ -59,6 +59,10 @@ pub struct ServerConfig {
     pub flavor: Flavor,
     /// Largest accepted frame (ZooKeeper `jute.maxbuffer`: 0xfffff).
     pub max_frame: usize,
+    /// Keeper flavor: take a handshake of any length, as ZooKeeper does, instead of only
+    /// Keeper's 44 or 45 bytes (`KeeperTCPHandler::isHandShake`); a client that sends an empty
+    /// password (29 bytes) can then connect. No effect on the zookeeper flavor.
+    pub lenient_handshake: bool,
     /// Session timeout bounds and the default for a client that asks for 0.
     pub min_session_timeout_ms: i32,
     pub max_session_timeout_ms: i32,
@@ -164,6 +168,7 @@ impl ServerConfig {
             listen: SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             flavor,
             max_frame: testkeeper_wire::frame::DEFAULT_MAX_FRAME,
+            lenient_handshake: false,
             min_session_timeout_ms: if keeper { 10_000 } else { 4_000 },
             max_session_timeout_ms: if keeper { 100_000 } else { 40_000 },
             default_session_timeout_ms: if keeper { 30_000 } else { 4_000 },

@@ -72,6 +72,12 @@ impl Builder {
         })
     }
 
+    /// Keeper flavor: take a handshake of any length, as ZooKeeper does, not only Keeper's 44
+    /// or 45 bytes (`serve --lenient-handshake`; docs/flavors.md).
+    pub fn lenient_handshake(self) -> Builder {
+        self.tweak(|c| c.lenient_handshake = true)
+    }
+
     /// Any other field of the configuration.
     pub fn config(self, f: impl FnOnce(&mut ServerConfig) + Send + 'static) -> Builder {
         self.tweak(f)

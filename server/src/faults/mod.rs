@@ -19,6 +19,7 @@
 //! - `events`: the bounded [`FaultEvent`] log.
 
 mod events;
+pub mod fuzzing;
 mod matcher;
 mod rule;
 

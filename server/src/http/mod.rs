@@ -45,7 +45,7 @@ pub mod client;
 mod cluster;
 mod control;
 pub mod dashboard;
-mod faults;
+pub(crate) mod faults;
 pub mod guard;
 mod metrics;
 mod sessions;

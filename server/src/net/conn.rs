@@ -88,8 +88,10 @@ pub async fn run(
         return;
     }
     let len = i32::from_be_bytes(first);
-    if shared.cfg.flavor == Flavor::Keeper && len != 44 && len != 45 {
-        warn!(%peer, len, "first frame is neither a handshake (44/45 bytes) nor a known four-letter word: closing");
+    // Keeper takes only its two handshake lengths (`KeeperTCPHandler::isHandShake`); a client
+    // whose password is empty sends 29 bytes and is closed, unless --lenient-handshake.
+    if shared.cfg.flavor == Flavor::Keeper && !shared.cfg.lenient_handshake && len != 44 && len != 45 {
+        warn!(%peer, len, "first frame is neither a handshake (44/45 bytes, as Keeper takes) nor a known four-letter word: closing (--lenient-handshake takes any length)");
         return;
     }
     let n = match opening.read_frame(&mut stream, &mut buf, max, &mut stop).await {
