@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use clap::Args;
 use testkeeper_server::config::ServerConfig;
-use testkeeper_server::core::flavor::Flavor;
+use testkeeper_server::core::flavor::{Flavor, ZookeeperVersion};
 use testkeeper_server::embed::TestKeeper;
 use testkeeper_server::faults::Rule;
 use testkeeper_server::features::FeatureFlags;
@@ -22,6 +22,11 @@ pub struct ServeArgs {
     /// Which server to imitate: keeper (ClickHouse Keeper) or zookeeper (Apache ZooKeeper 3.8).
     #[arg(long, default_value = "keeper", value_parser = parse_flavor)]
     pub flavor: Flavor,
+    /// With --flavor zookeeper: the release to answer as, 3.8.0 (the default, Debian's, which
+    /// the golden transcript and the differential tests use) or 3.9 (a create2 in a multi
+    /// returns its stat, watch events carry the change's zxid).
+    #[arg(long, value_name = "VERSION", value_parser = parse_zookeeper_version)]
+    pub zookeeper_version: Option<ZookeeperVersion>,
     /// Largest accepted frame in bytes (ZooKeeper's jute.maxbuffer; default 1048575).
     #[arg(long)]
     pub max_frame: Option<usize>,
@@ -95,6 +100,10 @@ fn parse_fault(s: &str) -> Result<String, String> {
     Rule::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
+fn parse_zookeeper_version(s: &str) -> Result<ZookeeperVersion, String> {
+    s.parse()
+}
+
 fn parse_flavor(s: &str) -> Result<Flavor, String> {
     s.parse()
 }
@@ -117,6 +126,14 @@ impl ServeArgs {
     /// A message naming the flag when values are inconsistent.
     pub fn config_over(&self, base: ServerConfig) -> Result<ServerConfig, String> {
         let mut cfg = base;
+        if let Some(v) = self.zookeeper_version {
+            if cfg.flavor != Flavor::Zookeeper {
+                return Err(format!(
+                    "--zookeeper-version {v} applies to --flavor zookeeper; the keeper flavor answers as ClickHouse Keeper"
+                ));
+            }
+            cfg.zookeeper_version = v;
+        }
         if let Some(l) = self.listen {
             cfg.listen = l;
         }
@@ -180,7 +197,7 @@ pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     if args.cluster.enabled() {
         return crate::serve_cluster::run(args).await;
     }
-    let cfg = args.config()?;
+    let cfg = args.config().map_err(crate::exit::CliError::Usage)?;
     // Install the handlers before announcing the address: a signal sent right after the
     // "listening" line must stop us cleanly, not kill us with the default action.
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;

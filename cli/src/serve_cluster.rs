@@ -208,7 +208,7 @@ fn resolve(hp: &str) -> Result<SocketAddr, String> {
 /// Bad flags, an address that cannot be bound, a data directory that does not recover, or
 /// the node's fail-stop.
 pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
-    let Plan { cfg, mut cc, raft_listen, http } = plan(&args)?;
+    let Plan { cfg, mut cc, raft_listen, http } = plan(&args).map_err(crate::exit::CliError::Usage)?;
     let mut dir_lock = cfg.data_dir.as_deref().map(crate::data_dir::prepare).transpose()?;
     let mut signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     // In memory the driver never blocks, so it runs as a task among the clients' and the

@@ -131,9 +131,58 @@ pub struct Rules {
     /// A request whose body does not decode is answered MARSHALLINGERROR and the connection
     /// stays (ZooKeeper, measured) or the connection is closed (Keeper's deserializer throws).
     pub malformed_request_answered: bool,
+    /// ZooKeeper 3.9 (ZOOKEEPER-4026, apache/zookeeper#1978): a create2 inside a multi answers
+    /// with a create2 result and the node's stat; 3.8.0 answers a plain create (no stat).
+    pub multi_create2_stat: bool,
+    /// ZooKeeper 3.9 (ZOOKEEPER-4655, apache/zookeeper#1950): a NodeCreated, NodeDeleted,
+    /// NodeDataChanged or NodeChildrenChanged notification carries the zxid of the change in
+    /// its reply header; 3.8.0 sends -1.
+    pub watch_event_zxid: bool,
+}
+
+/// Which Apache ZooKeeper release the zookeeper flavor answers as (`--zookeeper-version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ZookeeperVersion {
+    /// 3.8.0, Debian 12's `zookeeper`: the release the differential tests run against, and
+    /// the golden transcript's.
+    #[default]
+    V3_8_0,
+    /// The 3.9 line: 3.8.0 plus the client-visible changes listed on [`Rules`]
+    /// (`multi_create2_stat`, `watch_event_zxid`).
+    V3_9,
+}
+
+impl FromStr for ZookeeperVersion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "3.8.0" | "3.8" => Ok(ZookeeperVersion::V3_8_0),
+            "3.9" => Ok(ZookeeperVersion::V3_9),
+            other => Err(format!("unknown ZooKeeper version '{other}' (expected 3.8.0 or 3.9)")),
+        }
+    }
+}
+
+impl fmt::Display for ZookeeperVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ZookeeperVersion::V3_8_0 => "3.8.0",
+            ZookeeperVersion::V3_9 => "3.9",
+        })
+    }
 }
 
 impl Rules {
+    /// These rules as ZooKeeper `version` answers (the zookeeper flavor only; Keeper's rules
+    /// are Keeper's whatever the version).
+    pub fn for_zookeeper_version(mut self, version: ZookeeperVersion) -> Rules {
+        if self.flavor == Flavor::Zookeeper && version == ZookeeperVersion::V3_9 {
+            self.multi_create2_stat = true;
+            self.watch_event_zxid = true;
+        }
+        self
+    }
+
     /// The rules of `flavor`, with the session id base given by the caller (time-derived for
     /// ZooKeeper, decided once at startup so the core itself never reads a clock).
     pub fn new(flavor: Flavor, zk_session_base: i64) -> Rules {
@@ -171,6 +220,8 @@ impl Rules {
                 standalone_check_is_read: true,
                 check_watches_any_session: false,
                 malformed_request_answered: false,
+                multi_create2_stat: false,
+                watch_event_zxid: false,
             },
             Flavor::Zookeeper => Rules {
                 flavor,
@@ -205,6 +256,8 @@ impl Rules {
                 standalone_check_is_read: false,
                 check_watches_any_session: true,
                 malformed_request_answered: true,
+                multi_create2_stat: false,
+                watch_event_zxid: false,
             },
         }
     }

@@ -78,6 +78,12 @@ impl Builder {
         self.tweak(|c| c.lenient_handshake = true)
     }
 
+    /// The zookeeper flavor answers as this ZooKeeper release (default 3.8.0; docs/flavors.md,
+    /// "ZooKeeper 3.9").
+    pub fn zookeeper_version(self, version: crate::core::flavor::ZookeeperVersion) -> Builder {
+        self.tweak(move |c| c.zookeeper_version = version)
+    }
+
     /// Any other field of the configuration.
     pub fn config(self, f: impl FnOnce(&mut ServerConfig) + Send + 'static) -> Builder {
         self.tweak(f)

@@ -201,9 +201,11 @@ impl Engine {
                 entry.zxid()
             );
         }
+        // ZooKeeper 3.9 (ZOOKEEPER-4655) names the change's zxid in the notification header.
+        let event_zxid = if self.state.rules().watch_event_zxid { entry.zxid() } else { -1 };
         for t in &applied.triggers {
             for ev in self.watches.fire(t, self.state.rules()) {
-                self.send_event(ev.session, ev.event_type, &ev.path);
+                self.send_event(ev.session, ev.event_type, &ev.path, event_zxid);
             }
         }
         let mine = entry.origin() != 0 && entry.origin() >> 48 == self.node_id;
@@ -260,7 +262,7 @@ impl Engine {
                     self.done(session);
                     return;
                 }
-                let (err, body) = super::reply::response(&shape, outcome);
+                let (err, body) = super::reply::response(&shape, outcome, self.state.rules());
                 // ZooKeeper 3.8 never answers a successful standalone check (its reply
                 // serializer fails on the missing stat); the txn still takes a zxid.
                 let unanswered = !self.state.rules().standalone_check_is_read && err == 0 && shape.op == OpCode::Check;

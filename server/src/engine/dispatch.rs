@@ -350,7 +350,7 @@ impl Engine {
             self.reply(conn, xid, zxid, 0, &Response::Empty);
         }
         for (ty, p) in fire {
-            self.send_event(session, ty, &p);
+            self.send_event(session, ty, &p, -1);
         }
         if !rules.set_watches_reply_first {
             self.reply(conn, xid, zxid, 0, &Response::Empty);

@@ -152,7 +152,7 @@ impl Engine {
     /// `now_ms` (the one startup choice replay depends on; a data directory keeps it).
     pub fn fresh_options(cfg: &ServerConfig, now_ms: i64) -> StateOptions {
         StateOptions {
-            rules: Rules::new(cfg.flavor, zookeeper_session_base(now_ms)),
+            rules: Rules::new(cfg.flavor, zookeeper_session_base(now_ms)).for_zookeeper_version(cfg.zookeeper_version),
             digest_enabled: cfg.digest_enabled,
             feature_flags: cfg.feature_flags.to_bytes(),
             api_version: cfg.feature_flags.api_version().to_string().into_bytes(),

@@ -4,6 +4,7 @@ use testkeeper_wire::opcode::Reply;
 use testkeeper_wire::{MultiResult, OpCode, Request, Response, ZkError};
 
 use crate::core::apply::{OpResult, Outcome};
+use crate::core::flavor::Rules;
 use crate::core::watches::WatchKind;
 
 /// What a write's reply needs of its request, kept while the write is in flight (the
@@ -34,8 +35,8 @@ impl Shape {
     }
 }
 
-/// (error code, body) of the reply to a write.
-pub fn response(req: &Shape, outcome: &Outcome) -> (i32, Response) {
+/// (error code, body) of the reply to a write, under the flavor's `rules`.
+pub fn response(req: &Shape, outcome: &Outcome, rules: &Rules) -> (i32, Response) {
     match outcome {
         Outcome::Failed(e) => (e.code(), Response::Empty),
         // A failed multi is not an error on the reply header: the per-op results carry it.
@@ -52,7 +53,7 @@ pub fn response(req: &Shape, outcome: &Outcome) -> (i32, Response) {
             let subs = (req.subs.iter())
                 .zip(results)
                 .map(|(op, r)| {
-                    let op = multi_result_op(*op);
+                    let op = multi_result_op(*op, rules);
                     MultiResult::Ok(op, body(op, r))
                 })
                 .collect();
@@ -67,9 +68,11 @@ pub fn response(req: &Shape, outcome: &Outcome) -> (i32, Response) {
 
 /// The result type a multi reply names for a successful sub-op. ZooKeeper 3.8 records a
 /// create2 inside a multi as a plain create (type 1, no stat), while containers and TTL nodes
-/// come back as create2 results with a stat (measured against 3.8.0).
-fn multi_result_op(op: OpCode) -> OpCode {
+/// come back as create2 results with a stat (measured against 3.8.0); 3.9 answers a create2
+/// with its stat too (ZOOKEEPER-4026, `Rules::multi_create2_stat`).
+fn multi_result_op(op: OpCode, rules: &Rules) -> OpCode {
     match op {
+        OpCode::Create2 if rules.multi_create2_stat => OpCode::Create2,
         OpCode::Create2 => OpCode::Create,
         OpCode::CreateContainer | OpCode::CreateTtl => OpCode::Create2,
         other => other,

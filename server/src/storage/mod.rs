@@ -220,7 +220,8 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
     };
     let log: Box<dyn Log> = backend.boxed();
     let opts = testkeeper_core::state::StateOptions {
-        rules: testkeeper_core::flavor::Rules::new(cfg.flavor, meta.zk_session_base),
+        rules: testkeeper_core::flavor::Rules::new(cfg.flavor, meta.zk_session_base)
+            .for_zookeeper_version(cfg.zookeeper_version),
         digest_enabled: meta.digest_enabled,
         feature_flags: meta.feature_flags.clone(),
         api_version: meta.api_version.clone(),
