@@ -17,18 +17,30 @@ pub struct Block {
     pub text: String,
 }
 
-/// Markdown files a reader follows: README.md, docs/*.md, and the READMEs next to the code.
+/// Markdown files a reader follows: README.md, docs/ (with its subdirectories), and the
+/// READMEs next to the code.
 pub fn doc_files() -> Vec<PathBuf> {
     let root = repo_root();
-    let mut md: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
+    let mut md = Vec::new();
+    let mut dirs = vec![root.join("docs")];
+    while let Some(d) = dirs.pop() {
+        for p in std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                md.push(p);
+            }
+        }
+    }
     md.sort();
     let mut files = vec![root.join("README.md")];
     files.extend(md);
-    files.extend(["clients/python/README.md"].iter().map(|p| root.join(p)).filter(|p| p.exists()));
+    for dir in ["clients/python", "clients/java", "fuzz", "compose", "conformance", "tests"] {
+        let readme = root.join(dir).join("README.md");
+        if readme.exists() {
+            files.push(readme);
+        }
+    }
     files
 }
 

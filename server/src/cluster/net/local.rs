@@ -33,6 +33,33 @@ use tokio::net::{TcpListener, TcpStream};
 #[cfg(target_os = "linux")]
 use tokio::net::{UnixListener, UnixStream};
 
+/// How long dialing a peer may take before the attempt counts as failed (the writer then
+/// backs off and dials again). Without it a dial into a partition waits for the kernel's SYN
+/// retries, about two minutes.
+pub(super) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a peer may leave sent data unacknowledged, or stay silent under keepalive probes,
+/// before the kernel drops the connection (`TCP_USER_TIMEOUT`, and keepalive after 1 s idle,
+/// every 1 s, 3 probes). Peer connections were never dropped when a peer went silent: after a
+/// 60 s partition, nothing flowed until the kernel's next retransmission (its timeout had
+/// backed off to 52 s), and a healed leader took about 46 s to rejoin. With the bound, the
+/// connection fails within seconds of the cut and the writer keeps dialing until the network
+/// is back.
+pub(super) const PEER_SILENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Puts [`PEER_SILENCE`] on a peer's TCP socket.
+pub(super) fn bound_silence(s: &TcpStream) -> io::Result<()> {
+    let sock = socket2::SockRef::from(s);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(1))
+        .with_interval(std::time::Duration::from_secs(1))
+        .with_retries(3);
+    sock.set_tcp_keepalive(&keepalive)?;
+    #[cfg(target_os = "linux")]
+    sock.set_tcp_user_timeout(Some(PEER_SILENCE))?;
+    Ok(())
+}
+
 /// One outgoing connection to a peer, over whichever socket reached it. Only written to: each
 /// direction between two nodes has its own connection.
 pub(super) enum Conn {
@@ -57,8 +84,11 @@ impl Conn {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = unix;
-        let s = TcpStream::connect(addr).await?;
+        let s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await.map_err(|_| {
+            io::Error::new(io::ErrorKind::TimedOut, format!("connect to {addr}: no answer within {CONNECT_TIMEOUT:?}"))
+        })??;
         let _ = s.set_nodelay(true);
+        let _ = bound_silence(&s);
         Ok(Conn::Tcp(s))
     }
 
@@ -108,6 +138,7 @@ impl Accept for TcpListener {
     async fn accept_peer(&self) -> io::Result<(TcpStream, String)> {
         let (s, peer) = self.accept().await?;
         let _ = s.set_nodelay(true);
+        let _ = bound_silence(&s);
         Ok((s, peer.to_string()))
     }
 }
@@ -174,5 +205,24 @@ mod tests {
         assert!(listen(addr).is_none(), "the name is held by the first listener");
         drop(first);
         assert!(listen(addr).is_some(), "a name is free again once its socket closes");
+    }
+}
+
+#[cfg(test)]
+mod silence_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn peer_sockets_carry_the_silence_bound_both_ways() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (out, accepted) = tokio::join!(Conn::connect(&addr, false), listener.accept_peer());
+        let Conn::Tcp(out) = out.unwrap() else { panic!("a TCP connection") };
+        let (inc, _) = accepted.unwrap();
+        for s in [&out, &inc] {
+            let sock = socket2::SockRef::from(s);
+            assert!(sock.keepalive().unwrap());
+            assert_eq!(sock.tcp_user_timeout().unwrap(), Some(PEER_SILENCE));
+        }
     }
 }
