@@ -318,7 +318,8 @@ async fn storage_api_is_503_without_a_leader() {
         let a = get(http_addr, "/api/v1/commands/conf").await;
         assert_eq!((a.status, a.content_type.as_str()), (200, "application/json"), "{a:?}");
         let tcp = four_letter_word(cluster.node(id).unwrap().addr(), "conf").await;
-        assert!(tcp.contains("clientPort="), "{tcp}");
+        // Keeper's `conf` (KeeperConfigurationAndSettings::dump): this node's id first.
+        assert!(tcp.starts_with(&format!("server_id={id}\n")), "{tcp}");
         assert_eq!(a.json()["result"].as_str(), Some(tcp.as_str()), "node {id}");
     }
     // The leader sees its followers alive and synced once they have heard from it.
