@@ -22,6 +22,18 @@ use crate::engine::Shared;
 
 /// Version string both flavors report; kazoo parses the digits of `zookeeper.version=`.
 pub const ZK_VERSION: &str = "3.8.0-testkeeper";
+
+/// The version the zookeeper flavor reports with `--zookeeper-version 3.9` (3.9.0 is the first
+/// release with both of the 3.9 changes testkeeper reproduces; docs/flavors.md).
+pub const ZK_39_VERSION: &str = "3.9.0-testkeeper";
+
+/// The ZooKeeper version line this server reports (srvr, stat, mntr, envi).
+fn zk_version(cfg: &crate::config::ServerConfig) -> &'static str {
+    match cfg.zookeeper_version {
+        crate::core::flavor::ZookeeperVersion::V3_8_0 => ZK_VERSION,
+        crate::core::flavor::ZookeeperVersion::V3_9 => ZK_39_VERSION,
+    }
+}
 /// What the keeper flavor reports as its ClickHouse Keeper version.
 pub const KEEPER_VERSION: &str = concat!("v26.6.1.1-testkeeper-", env!("CARGO_PKG_VERSION"));
 
@@ -80,7 +92,7 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
         }
         "conf" => conf(e),
         "cons" => dumps::cons(e, asker),
-        "envi" => envi(keeper),
+        "envi" => envi(keeper, zk_version(&e.cfg)),
         "dirs" => dirs(e),
         "isro" if cluster::not_serving(e, "mntr").is_some() && !keeper => "null".into(),
         "isro" => "rw".into(),
@@ -143,7 +155,7 @@ fn pfev(e: &Engine) -> String {
 fn mntr(e: &Engine) -> String {
     let keeper = e.cfg.flavor == Flavor::Keeper;
     let (min, avg, max) = e.stats.latency_ms();
-    let version = if keeper { KEEPER_VERSION } else { ZK_VERSION };
+    let version = if keeper { KEEPER_VERSION } else { zk_version(&e.cfg) };
     let mut s = String::new();
     kv(&mut s, "version", &version);
     kv(&mut s, "avg_latency", &avg);
@@ -273,7 +285,7 @@ fn srvr(e: &Engine, with_clients: bool, asker: Option<SocketAddr>) -> String {
     let mut s = if keeper {
         format!("ClickHouse Keeper version: {KEEPER_VERSION}\n")
     } else {
-        format!("Zookeeper version: {ZK_VERSION}, built on 01/01/2026 00:00 GMT\n")
+        format!("Zookeeper version: {}, built on 01/01/2026 00:00 GMT\n", zk_version(&e.cfg))
     };
     if with_clients {
         s.push_str(&dumps::clients(e, asker));
@@ -374,14 +386,14 @@ fn keeper_conf(e: &Engine) -> String {
     s
 }
 
-fn envi(keeper: bool) -> String {
+fn envi(keeper: bool, zk_version: &str) -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
     let mut s = String::from("Environment:\n");
     if keeper {
         let _ = writeln!(s, "clickhouse.keeper.version={KEEPER_VERSION}");
     }
     // Both flavors carry this line: kazoo's server_version() parses it.
-    let _ = writeln!(s, "zookeeper.version={ZK_VERSION}, built on 01/01/2026 00:00 GMT");
+    let _ = writeln!(s, "zookeeper.version={zk_version}, built on 01/01/2026 00:00 GMT");
     let _ = writeln!(s, "host.name={host}");
     let _ = writeln!(s, "os.name={}", std::env::consts::OS);
     let _ = writeln!(s, "os.arch={}", std::env::consts::ARCH);
