@@ -12,6 +12,7 @@
 //! - `client`: one session over our own client; `worker`: a client worker of the main phase.
 //! - `workload/`: what the clients do; `nemesis/`: the seeded fault schedule and its actor.
 //! - `checks`: which checkers judge which workload; `record`: the embedded cluster's record.
+//! - `sim/`: `testkeeper sim`, the same run as a deterministic simulation, and its sweeps.
 //! - `report`: the terminal summary, the JSON and JUnit reports; `html/`: the HTML report.
 
 pub mod check;
@@ -24,6 +25,7 @@ pub mod nemesis;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod sim;
 pub mod synth;
 pub mod worker;
 pub mod workload;

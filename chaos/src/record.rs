@@ -3,7 +3,9 @@
 //! states they loaded, turned into the history's terms (ns since the run started, effects).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use testkeeper_server::cluster::tap::TapLog;
 use testkeeper_server::core::txn::{Op as TxnOp, Txn};

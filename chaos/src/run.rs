@@ -12,7 +12,9 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -39,6 +41,19 @@ const SETTLE: Duration = Duration::from_secs(15);
 /// The target cannot be started or reached, a nemesis needs what the target lacks, or the
 /// workload's nodes cannot be created.
 pub async fn run(cfg: &RunConfig, say: &(dyn Fn(&str) + Sync)) -> Result<Report, String> {
+    run_with(cfg, say, |_| {}).await
+}
+
+/// [`run`], with `setup` applied to the embedded cluster once it has a leader (a simulation's
+/// link latency).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with(
+    cfg: &RunConfig,
+    say: &(dyn Fn(&str) + Sync),
+    setup: impl FnOnce(&TestKeeperCluster),
+) -> Result<Report, String> {
     if let Some((n, why)) = cfg.unsupported().first() {
         return Err(format!("nemesis {n} {why}"));
     }
@@ -53,6 +68,7 @@ pub async fn run(cfg: &RunConfig, say: &(dyn Fn(&str) + Sync)) -> Result<Report,
                 .await
                 .map_err(|e| format!("starting the cluster: {e}"))?;
             c.await_leader(SETTLE).await.map_err(|e| e.to_string())?;
+            setup(&c);
             let addrs: Vec<SocketAddr> = c.ids().iter().map(|id| c.addr(*id)).collect();
             let broken = cfg.broken.map(|b| format!(", deliberately broken: {b}")).unwrap_or_default();
             (Control::Cluster(c), addrs, format!("embedded {nodes}-node {} cluster{broken}", cfg.flavor))

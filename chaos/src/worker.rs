@@ -5,7 +5,9 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -72,6 +74,8 @@ pub async fn invoke(
     let run = workload::exec(sh.cfg.workload, conn, &step, st, &mut zxids);
     let done = match kick {
         Some(k) => tokio::select! {
+            // In order, never at random: a seeded simulation must replay (docs/sim.md).
+            biased;
             d = run => d,
             _ = k.notified() => Done {
                 outcome: if step.call.is_write() { Outcome::Unknown } else { Outcome::Fail },

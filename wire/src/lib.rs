@@ -11,6 +11,7 @@
 //! - [`frame`]: length-prefixed framing with the maximum size checked first.
 //! - [`opcode`], [`error`]: `#[repr(i32)]` opcodes and error codes.
 //! - `client` (feature): a small pipelined async client over the same records.
+//! - `net` (feature `client`): the streams both ends talk over: TCP, or a simulation's pipes.
 //! - `fuzzing` (hidden): the decode-everything check behind `fuzz/` and its proptests.
 
 // No unsafe code: the decoders face untrusted bytes, and it is why the fuzz runs need no
@@ -31,6 +32,8 @@ pub mod response;
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "client")]
+pub mod net;
 
 pub use error::{DecodeError, ZkError};
 pub use opcode::OpCode;

@@ -3,7 +3,9 @@
 //! (the fault rules and session expiry), and always the clients' own connections.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -261,7 +263,9 @@ impl Actor {
 /// Waits until `at`; true when `stop` was set first.
 async fn wait(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {
-        _ = tokio::time::sleep_until(at.into()) => false,
+        // In order, never at random: a seeded simulation must replay (docs/sim.md).
+        biased;
+        _ = tokio::time::sleep_until(at) => false,
         _ = stop.wait_for(|s| *s) => true,
     }
 }

@@ -4,7 +4,9 @@
 //! checks its lock node still exists and sets the resource), and deletes its node. A session
 //! that expires loses its node, and with it the lock: its next fenced write must fail.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -20,11 +20,13 @@ mod propose;
 mod ready;
 mod role;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use raft::RawNode;
 use testkeeper_core::propose::{Proposal, Proposer};
@@ -60,7 +62,8 @@ pub struct Driver {
     parked: VecDeque<(Instant, u64, i64, Proposal)>,
     /// Origins of this node's proposals in flight, with the term they were sent in and when:
     /// a new term fails them, and so does the operation timeout (their outcome is unknown).
-    in_flight: HashMap<u64, (u64, Instant)>,
+    /// Ordered, so that they fail in the same order in every replay of a simulation.
+    in_flight: BTreeMap<u64, (u64, Instant)>,
     /// zookeeper-flavor syncs asked of the leader.
     syncs: VecDeque<u64>,
     /// Set by the harness: the driver does nothing (a paused process) until it is cleared.
@@ -174,7 +177,7 @@ pub fn spawn(
         leader: 0,
         term: 0,
         parked: VecDeque::new(),
-        in_flight: HashMap::new(),
+        in_flight: BTreeMap::new(),
         syncs: VecDeque::new(),
         paused: Arc::new(AtomicBool::new(false)),
         leader_commit: 0,
@@ -251,7 +254,7 @@ impl Driver {
                 next_tick = Instant::now() + self.tick;
                 continue;
             }
-            let woke = match tokio::time::timeout_at(next_tick.into(), self.rx.recv_async()).await {
+            let woke = match tokio::time::timeout_at(next_tick, self.rx.recv_async()).await {
                 Ok(Ok(input)) => {
                     if self.batching() {
                         tokio::task::yield_now().await;

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use super::net::mem::{LinkFaults, MemNet};
 use super::node::Node;
@@ -29,6 +31,10 @@ use super::{ClusterConfig, NodeId, NodeStatus, Role};
 use crate::clock::Clock;
 use crate::config::{LogBackend, ServerConfig};
 use crate::log::sim::SimDisk;
+
+/// Where a simulation's clock starts (2026-01-01T00:00:00Z): a fixed time, so that every
+/// replay of a seed writes the same times into its entries and digests.
+const SIM_EPOCH_MS: i64 = 1_767_225_600_000;
 
 /// A node's fixed identity across restarts: its config and client address.
 struct Slot {
@@ -40,6 +46,8 @@ struct Slot {
 /// A cluster of embedded nodes.
 pub struct TestKeeperCluster {
     net: MemNet,
+    /// Every node's clock: the system's, or in a simulation the runtime's paused one.
+    clock: Clock,
     slots: BTreeMap<NodeId, Slot>,
     seed: u64,
     /// Without a data directory, each node's "disk" is a simulated one (its Raft log and hard
@@ -57,6 +65,11 @@ impl TestKeeperCluster {
     /// A port cannot be bound, or a data directory does not recover.
     pub async fn start(n: usize, cfg: ServerConfig, seed: u64) -> io::Result<TestKeeperCluster> {
         let net = MemNet::new(seed);
+        // Inside a simulation (`testkeeper sim`) every node runs on the simulation's thread and
+        // clock: drivers as tasks, time from the paused runtime, from the same start in every
+        // replay.
+        let simulated = testkeeper_wire::net::sim::active();
+        let clock = if simulated { Clock::runtime(SIM_EPOCH_MS) } else { Clock::System };
         let peers: BTreeMap<NodeId, String> = (1..=n as u64).map(|i| (i, format!("memory:{i}"))).collect();
         let scratch = if cfg.data_dir.is_none() { Some(tempfile::tempdir()?) } else { None };
         let mut slots = BTreeMap::new();
@@ -71,6 +84,9 @@ impl TestKeeperCluster {
             }
             let mut cc = ClusterConfig::new(id, peers.clone());
             cc.seed = ClusterConfig::node_seed(seed, id);
+            if simulated {
+                cc.driver_runtime = Some(tokio::runtime::Handle::current());
+            }
             slots.insert(id, Slot { cfg: c, cc, node: None });
         }
         // The node that stands for election at once starts last: started first, its first
@@ -78,7 +94,7 @@ impl TestKeeperCluster {
         // the election waited for its next early call, two ticks later.
         let mut order: Vec<NodeId> = slots.keys().copied().collect();
         order.sort_by_key(|id| !super::timing::early_campaigns(&slots[id].cc).is_empty());
-        let mut cluster = TestKeeperCluster { net, slots, seed, _scratch: scratch };
+        let mut cluster = TestKeeperCluster { net, clock, slots, seed, _scratch: scratch };
         for id in order {
             cluster.restart(id).await?;
         }
@@ -196,7 +212,7 @@ impl TestKeeperCluster {
             self.slots.get_mut(&id).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no node {id}")))?;
         let net = self.net.clone();
         let attach_net = self.net.clone();
-        let node = Node::start(slot.cfg.clone(), &slot.cc, Clock::System, Arc::new(net), move |id, tx| {
+        let node = Node::start(slot.cfg.clone(), &slot.cc, self.clock.clone(), Arc::new(net), move |id, tx| {
             attach_net.attach(id, tx)
         })
         .await?;
@@ -228,6 +244,12 @@ impl TestKeeperCluster {
     pub fn isolate(&self, id: NodeId) {
         let others: Vec<NodeId> = self.ids().into_iter().filter(|n| *n != id).collect();
         self.net.partition(&[&[id], &others]);
+    }
+
+    /// Faults (a simulation's latency, say) on every link without faults of its own; kept
+    /// by [`heal`](Self::heal).
+    pub fn set_default_link(&self, faults: LinkFaults) {
+        self.net.set_default_link(faults);
     }
 
     /// Restores every link and removes every link fault.

@@ -6,7 +6,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -46,7 +45,7 @@ impl Node {
         net: Arc<dyn Transport>,
         attach: impl FnOnce(NodeId, flume::Sender<Input>),
     ) -> io::Result<Node> {
-        let listener = TcpListener::bind(cfg.listen).await?;
+        let listener = crate::net::listener::Listener::bind(cfg.listen).await?;
         let addr = listener.local_addr()?;
         let mut cfg = cfg;
         cfg.listen = addr;

@@ -2,7 +2,7 @@
 //! snapshots from the leader, a fail-stop) and what it tells its driver (session activity,
 //! finished snapshots). Standalone engines never call any of this.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -47,9 +47,10 @@ pub(crate) struct Replica {
     pub role: Role,
     pub leader: NodeId,
     pub term: u64,
-    /// Sessions with activity here since the last report to the leader.
-    pub touched: HashSet<i64>,
-    pub syncs: HashMap<u64, SyncWait>,
+    /// Sessions with activity here since the last report to the leader (ordered, as every
+    /// table whose order reaches a message or a reply: a simulation must replay).
+    pub touched: BTreeSet<i64>,
+    pub syncs: BTreeMap<u64, SyncWait>,
     pub next_sync: u64,
     /// Fault injection: the next entry this node (as leader) proposes carries a wrong digest.
     pub invalid_digest_next: bool,
@@ -73,8 +74,8 @@ impl Replica {
             role: Role::Follower,
             leader: 0,
             term: 0,
-            touched: HashSet::new(),
-            syncs: HashMap::new(),
+            touched: BTreeSet::new(),
+            syncs: BTreeMap::new(),
             next_sync: 0,
             invalid_digest_next: false,
             corrupt_next: false,
@@ -174,7 +175,7 @@ impl Engine {
 
     /// Sessions active here since the last call.
     pub(crate) fn take_touched(&mut self) -> Vec<i64> {
-        self.replica.as_mut().map(|r| r.touched.drain().collect()).unwrap_or_default()
+        self.replica.as_mut().map(|r| std::mem::take(&mut r.touched).into_iter().collect()).unwrap_or_default()
     }
 
     /// A proposal this node waited for was not placed in the log (no leader in time, or the

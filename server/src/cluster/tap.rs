@@ -5,7 +5,9 @@
 //! server without one records nothing and pays one `Option` check per entry.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use testkeeper_core::txn::Entry;
 

@@ -94,10 +94,15 @@ impl LogInfo {
 }
 
 impl Engine {
-    /// A new origin for an entry this node waits for: the node's id in the top 16 bits.
+    /// A new origin for an entry this node waits for: the node's id in the top 16 bits, this
+    /// incarnation of it in the next 16, a counter in the low 32. Without the incarnation, a
+    /// restarted node counts from 1 again, and an entry its previous life proposed, committed
+    /// after the restart, found a waiter of the new life with the same origin: the wrong
+    /// client got the reply, or a handshake got a create's outcome and the node stopped
+    /// (found by `testkeeper sim --workload lock --seed 6`).
     fn new_origin(&mut self) -> u64 {
-        self.next_req += 1;
-        (self.node_id << 48) | self.next_req
+        self.next_req = self.next_req.wrapping_add(1);
+        (self.node_id << 48) | ((self.incarnation & 0xffff) << 32) | (self.next_req & 0xffff_ffff)
     }
 
     /// Proposes `what` for `session`; `reply` waits for it. In a cluster the proposal goes to
@@ -277,7 +282,9 @@ impl Engine {
                 self.done(session);
             }
             Reply::Handshake { conn, read_only } => {
-                let Outcome::SessionCreated(id) = *outcome else { unreachable!("a handshake waits for a session") };
+                let Outcome::SessionCreated(id) = *outcome else {
+                    unreachable!("a handshake waits for a session; entry {entry:?} gave {outcome:?}")
+                };
                 self.bind(conn, id);
                 if let Some(rt) = self.sessions.get_mut(&id) {
                     rt.conn = Some(conn);

@@ -89,6 +89,9 @@ pub struct Engine {
     /// This node's id in a cluster (0 standalone): the top bits of every origin it makes.
     node_id: u64,
     next_req: u64,
+    /// Which life of this node this is (the clock's ms when it joined the cluster): part of
+    /// every origin, so that entries a previous life proposed never meet this life's waiters.
+    incarnation: u64,
     /// This node's part in a cluster (its driver link, role, syncs, faults).
     pub(crate) replica: Option<crate::cluster::Replica>,
     /// Whether an entry commits as soon as it is appended (memory, or `--fsync never`), or
@@ -203,6 +206,7 @@ impl Engine {
             waiting: HashMap::default(),
             node_id: 0,
             next_req: 0,
+            incarnation: 0,
             replica: None,
             commit_on_append,
             watches: Watches::default(),
@@ -234,6 +238,7 @@ impl Engine {
     /// (in memory without a data directory) are handed to the driver for lagging followers.
     pub(crate) fn join_cluster(&mut self, replica: crate::cluster::Replica) {
         self.node_id = replica.link.node;
+        self.incarnation = self.clock.now_ms() as u64;
         self.replica = Some(replica);
         let (distance, keep, reserved) =
             (self.cfg.snapshot_distance, self.cfg.snapshots_to_keep, self.cfg.reserved_log_items);

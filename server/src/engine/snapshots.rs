@@ -62,7 +62,8 @@ impl Engine {
             }
             Some(Err(e)) => {
                 self.log_info.snapshot_failures = s.failures;
-                let retry_in = s.retry_at().map_or(0, |t| t.saturating_duration_since(Instant::now()).as_millis());
+                let retry_in =
+                    s.retry_at().map_or(0, |t| t.saturating_duration_since(tokio::time::Instant::now()).as_millis());
                 error!(error = %e, failures = s.failures, retry_in_ms = retry_in as u64, "writing a snapshot failed; the log is kept whole, and the next attempt waits");
             }
         }

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use bytes::{Buf, BytesMut};
 use testkeeper_wire::frame::{four_letter_word, split_frame};
 use testkeeper_wire::jute::{Decode, Reader};
+use testkeeper_wire::net::{ReadHalf, Stream};
 use testkeeper_wire::records::connect::ConnectRequest;
 use testkeeper_wire::records::header::RequestHeader;
 use testkeeper_wire::{DecodeError, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
@@ -59,13 +58,15 @@ fn opening_failed(shared: &Shared, peer: SocketAddr, why: opening::Stop) {
 /// Serves one connection until it closes; `_permit` holds its place under the connection
 /// limits until then.
 pub async fn run(
-    mut stream: TcpStream,
+    mut stream: Stream,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
     _permit: Permit,
 ) {
-    let _ = stream.set_nodelay(true);
+    if let Stream::Tcp(s) = &stream {
+        let _ = s.set_nodelay(true);
+    }
     let max = shared.cfg.max_frame;
     let opening = Opening::new(&shared.cfg.limits);
     let mut buf = BytesMut::with_capacity(4096);
@@ -169,7 +170,7 @@ enum Decoded {
 
 /// The request loop of one connection that has a session.
 struct Link<'a> {
-    rd: &'a mut OwnedReadHalf,
+    rd: &'a mut ReadHalf,
     buf: &'a mut BytesMut,
     shared: &'a Shared,
     conn: u64,
@@ -244,12 +245,16 @@ impl Link<'_> {
                     NetCounters::bump(&self.shared.net.reads_paused);
                 }
                 tokio::select! {
+                    // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                    biased;
                     () = self.backlog.room() => continue,
                     _ = stop.changed() => return Stop::Shutdown,
                     _ = &mut *closed => return Stop::Eof,
                 }
             }
             tokio::select! {
+                // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                biased;
                 r = self.rd.read_buf(self.buf) => match r {
                     Ok(0) => return if self.buf.is_empty() { Stop::Eof } else { Stop::Bad("connection closed inside a frame".into()) },
                     Ok(_) => {}

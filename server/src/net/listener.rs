@@ -4,9 +4,11 @@
 //! immediate retry would spin and log as fast as it can.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use testkeeper_wire::net::{sim, Stream};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -46,14 +48,62 @@ impl Backoff {
     }
 }
 
+/// Where clients connect: a TCP listener, or one on the thread's simulated network.
+#[derive(Debug)]
+pub enum Listener {
+    Tcp(TcpListener),
+    Sim(sim::Listener),
+}
+
+impl Listener {
+    /// Binds `addr`: on the simulated network when this thread runs a simulation
+    /// (`testkeeper sim`), else over TCP.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn bind(addr: SocketAddr) -> io::Result<Listener> {
+        if sim::active() {
+            sim::bind(addr).map(Listener::Sim)
+        } else {
+            TcpListener::bind(addr).await.map(Listener::Tcp)
+        }
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Errors
+    /// The socket's address cannot be read.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Listener::Tcp(l) => l.local_addr(),
+            Listener::Sim(l) => Ok(l.local_addr()),
+        }
+    }
+
+    async fn accept(&mut self) -> io::Result<(Stream, SocketAddr)> {
+        match self {
+            Listener::Tcp(l) => l.accept().await.map(|(s, a)| (Stream::Tcp(s), a)),
+            Listener::Sim(l) => l.accept().await.map(|(s, a)| (Stream::Mem(s), a)),
+        }
+    }
+}
+
+impl From<TcpListener> for Listener {
+    fn from(l: TcpListener) -> Listener {
+        Listener::Tcp(l)
+    }
+}
+
 /// Accepts connections until `shutdown` turns true; each runs in its own task and is told to
 /// stop through the same signal.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(mut listener: Listener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let limits = shared.cfg.limits;
     let admission = Admission::new(limits.max_connections, limits.max_connections_per_ip);
     let mut backoff = Backoff::default();
     loop {
         tokio::select! {
+            // In order, never at random: a seeded simulation must replay (docs/sim.md).
+            biased;
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     backoff.succeeded();
@@ -77,6 +127,8 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: wat
                         Some(pause) => {
                             warn!(error = %e, open = admission.open(), retry_in_ms = pause.as_millis() as u64, "accept failed; pausing before the next");
                             tokio::select! {
+                                // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                                biased;
                                 () = tokio::time::sleep(pause) => {}
                                 _ = shutdown.changed() => return,
                             }

@@ -19,7 +19,6 @@ mod writer;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -27,8 +26,12 @@ use crate::engine::Shared;
 
 /// Serves `listener` with the engine behind `shared`, and ticks it (expiry, collection,
 /// snapshots), until `stop` turns true.
-pub fn serve(listener: TcpListener, shared: &Arc<Shared>, stop: &watch::Sender<bool>) -> Vec<JoinHandle<()>> {
-    let accept = tokio::spawn(listener::serve(listener, shared.clone(), stop.subscribe()));
+pub fn serve(
+    listener: impl Into<listener::Listener>,
+    shared: &Arc<Shared>,
+    stop: &watch::Sender<bool>,
+) -> Vec<JoinHandle<()>> {
+    let accept = tokio::spawn(listener::serve(listener.into(), shared.clone(), stop.subscribe()));
     let ticker = shared.clone();
     let mut rx = stop.subscribe();
     let tick = Duration::from_millis(shared.cfg.tick_ms.max(1));
@@ -36,6 +39,8 @@ pub fn serve(listener: TcpListener, shared: &Arc<Shared>, stop: &watch::Sender<b
         let mut interval = tokio::time::interval(tick);
         loop {
             tokio::select! {
+                // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                biased;
                 _ = interval.tick() => ticker.engine().tick(),
                 _ = rx.changed() => return,
             }

@@ -78,6 +78,8 @@ impl Opening {
             }
         };
         tokio::select! {
+            // In order, never at random: a seeded simulation must replay (docs/sim.md).
+            biased;
             r = rd.read_buf(buf) => match r {
                 Ok(0) if buf.is_empty() => Err(Stop::Eof),
                 Ok(0) => Err(Stop::Bad("connection closed inside a frame".into())),

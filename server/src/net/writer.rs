@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use testkeeper_wire::net::WriteHalf;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 
@@ -16,7 +16,7 @@ use crate::engine::Out;
 
 /// Runs until the queue closes or an `Out::Close` (or `Out::Reset`) arrives; then signals `closed`.
 pub async fn run(
-    mut wr: OwnedWriteHalf,
+    mut wr: WriteHalf,
     mut rx: UnboundedReceiver<Out>,
     backlog: Arc<Backlog>,
     closed: oneshot::Sender<()>,
@@ -75,11 +75,8 @@ pub async fn run(
         }
     }
     if reset {
-        // SO_LINGER 0: closing sends RST instead of FIN, as a crashed peer or middlebox would.
-        // `forget` skips the FIN a dropped write half sends; the socket closes (with RST)
-        // when the read half goes too.
-        let _ = wr.as_ref().set_zero_linger();
-        wr.forget();
+        // The socket closes with RST (when the read half goes too), not FIN.
+        wr.reset();
     } else {
         let _ = wr.shutdown().await;
     }

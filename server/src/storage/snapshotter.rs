@@ -11,7 +11,9 @@
 use std::io;
 use std::path::PathBuf;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use testkeeper_core::snapshot;
 use testkeeper_core::state::State;

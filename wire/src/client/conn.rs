@@ -1,5 +1,5 @@
 //! The I/O side of a client: the handshake, then one task that writes requests and reads
-//! replies over one `TcpStream`.
+//! replies over one [`Stream`] (TCP, or a simulation's pipe).
 //!
 //! The task runs a writer and a reader as two futures under one `select!`, sharing the pending
 //! queues. When either ends (socket error, protocol error, `close()` done, `Client` dropped)
@@ -15,8 +15,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::{sleep_until, timeout, Instant};
 
@@ -26,6 +24,7 @@ use super::pending::{Pending, PendingQueues, Waiter};
 use super::reply::{Event, Reply};
 use crate::frame::{put_record, put_request, split_frame, FrameError};
 use crate::jute::{Decode, Reader};
+use crate::net::{ReadHalf, Stream, WriteHalf};
 use crate::opcode::{OpCode, PING_XID, WATCH_XID};
 use crate::records::connect::ConnectResponse;
 use crate::records::header::ReplyHeader;
@@ -75,7 +74,7 @@ pub(crate) struct Handshake {
     pub response: ConnectResponse,
     /// Body length of the reply: 36 or 37 on real servers.
     pub len: usize,
-    pub stream: TcpStream,
+    pub stream: Stream,
     /// Bytes the server sent after the handshake reply, read along with it.
     pub leftover: BytesMut,
 }
@@ -87,9 +86,7 @@ pub(crate) struct Handshake {
 pub(crate) async fn handshake(addr: SocketAddr, opts: &ConnectOptions) -> Result<Handshake, ClientError> {
     let io = |what: &str, e: std::io::Error| ClientError::Connect(format!("{what} {addr}: {e}"));
     let exchange = async {
-        let mut stream = TcpStream::connect(addr).await.map_err(|e| io("connect to", e))?;
-        // Requests are small and pipelined; Nagle would hold each one back for an ACK.
-        stream.set_nodelay(true).map_err(|e| io("set TCP_NODELAY on", e))?;
+        let mut stream = Stream::connect(addr).await.map_err(|e| io("connect to", e))?;
         let mut out = BytesMut::new();
         put_record(&mut out, &opts.connect_request());
         stream.write_all(&out).await.map_err(|e| io("send handshake to", e))?;
@@ -132,6 +129,8 @@ pub(crate) async fn run(
     let pending = Mutex::new(PendingQueues::default());
     let mut inbound = Inbound { pending: &pending, events: &events, shared: &shared, seq: 0 };
     let reason = tokio::select! {
+        // In order, never at random: a seeded simulation must replay (docs/sim.md).
+        biased;
         r = inbound.read_loop(&mut rd, hs.leftover, cfg.max_frame) => r,
         r = write_loop(&mut wr, &mut cmds, cfg.ping_every, &pending) => r,
     };
@@ -158,7 +157,7 @@ fn lock(m: &Mutex<PendingQueues>) -> MutexGuard<'_, PendingQueues> {
 
 /// Writes commands as they come, coalescing whatever is already queued, and pings when idle.
 async fn write_loop(
-    wr: &mut OwnedWriteHalf,
+    wr: &mut WriteHalf,
     cmds: &mut UnboundedReceiver<Command>,
     ping_every: Option<Duration>,
     pending: &Mutex<PendingQueues>,
@@ -169,6 +168,8 @@ async fn write_loop(
     loop {
         let ping_at = ping_every.map(|d| last_write + d);
         tokio::select! {
+            // In order, never at random: a seeded simulation must replay (docs/sim.md).
+            biased;
             cmd = cmds.recv() => {
                 let Some(cmd) = cmd else { return LossReason::Dropped };
                 enqueue(&mut out, cmd, &mut next_xid, pending);
@@ -219,7 +220,7 @@ struct Inbound<'a> {
 
 impl Inbound<'_> {
     /// Reads frames until the connection ends, and says why it did.
-    async fn read_loop(&mut self, rd: &mut OwnedReadHalf, mut buf: BytesMut, max: usize) -> LossReason {
+    async fn read_loop(&mut self, rd: &mut ReadHalf, mut buf: BytesMut, max: usize) -> LossReason {
         loop {
             loop {
                 let n = match split_frame(&buf, max) {

@@ -2,7 +2,8 @@
 //! decides it against the committed state plus everything it proposed; what cannot be placed
 //! is refused with the error Keeper gives; `sync` and leadership transfer.
 
-use std::time::Instant;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use raft::StateRole;
 use testkeeper_core::propose::{Decide, Proposal};

@@ -2,7 +2,8 @@
 //! proposals of an older term fail, parked ones go to the new leader), the periodic work of
 //! each tick, and the Raft picture it publishes (`mntr`, `lgif`, `/ready`).
 
-use std::time::Instant;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use raft::StateRole;
 use testkeeper_wire::ZkError;

@@ -5,7 +5,9 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
+use tokio::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,6 +60,9 @@ struct Net {
     /// Links cut both ways, as (smaller id, larger id).
     cut: BTreeSet<(NodeId, NodeId)>,
     faults: HashMap<(NodeId, NodeId), LinkFaults>,
+    /// The faults of every link without faults of its own (a simulation's latency); `heal`
+    /// keeps it.
+    default: LinkFaults,
     rng: ChaCha8Rng,
     delayed: BinaryHeap<Reverse<Pending>>,
     seq: u64,
@@ -71,6 +76,8 @@ struct Net {
 #[derive(Clone)]
 pub struct MemNet {
     inner: Arc<(Mutex<Net>, Condvar)>,
+    /// Wakes the delivery task of a simulated network (the thread waits on the condvar).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 fn link(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -79,12 +86,14 @@ fn link(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
 
 impl MemNet {
     /// An empty network whose random choices come from `seed`; a thread delivers delayed
-    /// messages when they are due.
+    /// messages when they are due, or, inside a simulation (`testkeeper sim`), a task on the
+    /// simulation's runtime, on its clock.
     pub fn new(seed: u64) -> MemNet {
         let net = Net {
             nodes: HashMap::new(),
             cut: BTreeSet::new(),
             faults: HashMap::new(),
+            default: LinkFaults::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             delayed: BinaryHeap::new(),
             seq: 0,
@@ -92,12 +101,17 @@ impl MemNet {
             delivered: 0,
             dropped: 0,
         };
-        let m = MemNet { inner: Arc::new((Mutex::new(net), Condvar::new())) };
+        let m =
+            MemNet { inner: Arc::new((Mutex::new(net), Condvar::new())), wake: Arc::new(tokio::sync::Notify::new()) };
         let clock = m.clone();
-        std::thread::Builder::new()
-            .name("testkeeper-memnet".into())
-            .spawn(move || clock.deliver_due())
-            .expect("spawning the network thread");
+        if testkeeper_wire::net::sim::active() {
+            tokio::spawn(clock.deliver_due_task());
+        } else {
+            std::thread::Builder::new()
+                .name("testkeeper-memnet".into())
+                .spawn(move || clock.deliver_due())
+                .expect("spawning the network thread");
+        }
         m
     }
 
@@ -136,6 +150,11 @@ impl MemNet {
         n.faults.clear();
     }
 
+    /// Sets the faults of every link that has none of its own, from now on (kept by `heal`).
+    pub fn set_default_link(&self, f: LinkFaults) {
+        self.net().default = f;
+    }
+
     /// Sets the faults of the link `from -> to`.
     pub fn set_link(&self, from: NodeId, to: NodeId, f: LinkFaults) {
         self.net().faults.insert((from, to), f);
@@ -147,25 +166,55 @@ impl MemNet {
         (n.delivered, n.dropped)
     }
 
-    /// Stops the delivery thread.
+    /// Stops the delivery thread or task.
     pub fn shutdown(&self) {
         self.net().stop = true;
         self.inner.1.notify_all();
+        self.wake.notify_one();
+    }
+
+    /// Takes every message due by `now` off the queue, in (due, seq) order, and delivers it;
+    /// returns when the next one is due. Whether to stop comes back as `None`.
+    fn deliver_until(n: &mut Net, now: Instant) -> Option<Option<Instant>> {
+        if n.stop {
+            return None;
+        }
+        while n.delayed.peek().is_some_and(|p| p.0.due <= now) {
+            let Reverse(p) = n.delayed.pop().expect("peeked");
+            deliver(n, p.from, p.to, p.msg);
+        }
+        Some(n.delayed.peek().map(|p| p.0.due))
+    }
+
+    /// The delivery loop of a simulated network: a task on the simulation's runtime, asleep
+    /// until the next message is due or a nearer one is sent.
+    async fn deliver_due_task(self) {
+        loop {
+            let next = match Self::deliver_until(&mut self.net(), Instant::now()) {
+                None => return,
+                Some(next) => next,
+            };
+            match next {
+                Some(due) => {
+                    tokio::select! {
+                        // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                        biased;
+                        () = tokio::time::sleep_until(due) => {}
+                        () = self.wake.notified() => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+        }
     }
 
     fn deliver_due(&self) {
         let (lock, cond) = &*self.inner;
         let mut n = lock.lock().expect("memnet lock");
         loop {
-            if n.stop {
-                return;
-            }
             let now = Instant::now();
-            while n.delayed.peek().is_some_and(|p| p.0.due <= now) {
-                let Reverse(p) = n.delayed.pop().expect("peeked");
-                deliver(&mut n, p.from, p.to, p.msg);
-            }
-            let wait = n.delayed.peek().map_or(Duration::from_millis(100), |p| p.0.due.saturating_duration_since(now));
+            let Some(next) = Self::deliver_until(&mut n, now) else { return };
+            let wait = next.map_or(Duration::from_millis(100), |due| due.saturating_duration_since(now));
             n = cond.wait_timeout(n, wait).expect("memnet lock").0;
         }
     }
@@ -190,7 +239,7 @@ impl Transport for MemNet {
             n.dropped += 1;
             return;
         }
-        let f = n.faults.get(&(from, to)).copied().unwrap_or_default();
+        let f = n.faults.get(&(from, to)).copied().unwrap_or(n.default);
         if f.drop > 0.0 && n.rng.gen_bool(f.drop.min(1.0)) {
             n.dropped += 1;
             return;
@@ -212,6 +261,7 @@ impl Transport for MemNet {
                 };
                 n.delayed.push(Reverse(p));
                 self.inner.1.notify_all();
+                self.wake.notify_one();
             }
         }
     }

@@ -1,0 +1,1 @@
+//! Sweeps of many seeds (filled in below).
