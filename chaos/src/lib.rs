@@ -11,6 +11,7 @@
 //! - `config`: what a run is ([`config::RunConfig`]); `run`: one run start to finish.
 //! - `client`: one session over our own client; `worker`: a client worker of the main phase.
 //! - `workload/`: what the clients do; `nemesis/`: the seeded fault schedule and its actor.
+//! - `liveness`: after the heal, a write commits within a bound.
 //! - `checks`: which checkers judge which workload; `record`: the embedded cluster's record.
 //! - `sim/`: `testkeeper sim`, the same run as a deterministic simulation, and its sweeps.
 //! - `report`: the terminal summary, the JSON and JUnit reports; `html/`: the HTML report.
@@ -21,6 +22,7 @@ pub mod client;
 pub mod config;
 pub mod history;
 pub mod html;
+pub mod liveness;
 pub mod nemesis;
 pub mod record;
 pub mod report;

@@ -4,7 +4,8 @@
 //! 2. the workload's nodes created; the nemesis schedule drawn from the seed and printed;
 //! 3. the main phase: `clients` workers and the nemesis, until `ops` are invoked or
 //!    `duration` passed;
-//! 4. heal: every fault undone, every node back;
+//! 4. heal: every fault undone, every node back, and a write must commit within a bound
+//!    (`liveness`);
 //! 5. the final phase: the workload's final reads on a fresh session to every server;
 //! 6. on the embedded cluster, every node caught up, its digest and the tap's record kept;
 //! 7. the checkers.
@@ -135,8 +136,13 @@ pub async fn run_with(
     let healed_ns = sh.ns();
     say(&format!("main phase done: {} ops in {:.1} s; healing", ops.len(), healed_ns as f64 / 1e9));
     actor.heal_all().await?;
+    let live = crate::liveness::probe(&sh, Instant::now()).await;
     if let Control::Cluster(c) = &actor.control {
-        c.await_leader(SETTLE).await.map_err(|e| format!("after healing: {e}"))?;
+        // Without a leader the final reads fail and their checkers cannot decide; liveness
+        // has already failed then, and says why.
+        if let Err(e) = c.await_leader(SETTLE).await {
+            say(&format!("after healing: {e}"));
+        }
     }
 
     ops.extend(final_phase(&sh).await);
@@ -149,7 +155,8 @@ pub async fn run_with(
         history.cluster = Some(settle(&c, &tap, start).await);
         c.shutdown().await;
     }
-    let results = checks::run(&history);
+    let mut results = checks::run(&history);
+    results.push(live);
     Ok(Report {
         seed: cfg.seed,
         workload: cfg.workload.name().into(),

@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use clap::Args;
 use testkeeper_chaos::config::{parse_nemeses, Nemesis, RunConfig, TargetSpec, Workload};
-use testkeeper_server::broken::Broken;
-use testkeeper_server::core::flavor::Flavor;
 
 use crate::addr::{host_list, http_endpoint, HostList};
+use crate::run_flags::RunFlags;
 
 /// Flags of `chaos`.
 #[derive(Args, Debug)]
@@ -35,9 +34,6 @@ pub struct ChaosArgs {
     /// The main phase ends after this long even if --ops are not done (e.g. 5s, 800ms).
     #[arg(long, value_name = "TIME", default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Concurrent client sessions.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=256))]
-    clients: u32,
     /// External servers HOST:PORT,... instead of the embedded cluster (client-side faults only,
     /// or with --admin the fault rules of testkeeper's admin endpoint).
     #[arg(long, value_name = "HOST:PORT,...", value_parser = host_list)]
@@ -45,21 +41,8 @@ pub struct ChaosArgs {
     /// testkeeper admin endpoints (serve --http) of the --target servers, comma-separated.
     #[arg(long, value_name = "ADDR,...", requires = "target")]
     admin: Option<String>,
-    /// Nodes of the embedded cluster.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=9))]
-    nodes: u32,
-    /// Flavor of the embedded cluster.
-    #[arg(long, value_name = "FLAVOR", default_value = "keeper")]
-    flavor: Flavor,
-    /// Run the embedded cluster deliberately broken, to see the checkers catch it.
-    #[arg(long, value_name = "MODE")]
-    broken: Option<Broken>,
-    /// Keys of the register workload.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    keys: u32,
-    /// How long a client waits for a reply before the op's outcome is unknown.
-    #[arg(long, value_name = "MS", default_value_t = 1500)]
-    op_timeout_ms: u64,
+    #[command(flatten)]
+    run: RunFlags,
     /// Write the full report (schedule, results, the whole history) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -136,13 +119,9 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
     let mut cfg = RunConfig::new(workload, a.seed.unwrap_or_else(rand::random));
     cfg.ops = a.ops;
     cfg.duration = a.duration;
-    cfg.clients = a.clients as usize;
-    cfg.flavor = a.flavor;
-    cfg.broken = a.broken;
-    cfg.keys = a.keys as usize;
-    cfg.op_timeout = Duration::from_millis(a.op_timeout_ms.max(1));
+    a.run.apply(&mut cfg);
     if let Some(list) = &a.target {
-        if a.broken.is_some() {
+        if a.run.broken.is_some() {
             return Err("--broken runs the embedded cluster; it cannot go with --target".into());
         }
         let admin = match &a.admin {
@@ -151,16 +130,24 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
         };
         cfg.target = TargetSpec::External { addrs: list.0.iter().map(|h| h.addrs[0]).collect(), admin };
     } else {
-        cfg.target = TargetSpec::Embedded { nodes: a.nodes as usize };
+        cfg.target = TargetSpec::Embedded { nodes: a.run.nodes as usize };
     }
-    cfg.nemeses = match &a.nemesis {
+    set_nemeses(&mut cfg, a.nemesis.as_deref())?;
+    Ok(cfg)
+}
+
+/// Sets the nemeses `--nemesis` names (every one when absent) on `cfg`, whose target is set.
+/// `all` (and the default) means every nemesis the target supports; a name given explicitly
+/// that it cannot do is an error.
+///
+/// # Errors
+/// A name that is not a nemesis, or one the target cannot do.
+pub fn set_nemeses(cfg: &mut RunConfig, list: Option<&str>) -> Result<(), String> {
+    cfg.nemeses = match list {
         Some(s) => parse_nemeses(s)?,
         None => Nemesis::ALL.to_vec(),
     };
-    // `all` (and the default) means every nemesis this target supports; a name given
-    // explicitly that it cannot do is an error.
-    let explicit =
-        a.nemesis.as_deref().is_some_and(|s| !s.split(',').any(|p| matches!(p.trim(), "all" | "faults" | "cluster")));
+    let explicit = list.is_some_and(|s| !s.split(',').any(|p| matches!(p.trim(), "all" | "faults" | "cluster")));
     let unsupported: Vec<Nemesis> = cfg.unsupported().into_iter().map(|(n, _)| n).collect();
     if explicit {
         if let Some((n, why)) = cfg.unsupported().first() {
@@ -168,5 +155,5 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
         }
     }
     cfg.nemeses.retain(|n| !unsupported.contains(n));
-    Ok(cfg)
+    Ok(())
 }

@@ -12,9 +12,22 @@ pub fn colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> 
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-/// Installs the global subscriber; `server` picks the default level.
-pub fn init(format: &str, server: bool) {
-    let default = if server { "info" } else { "warn" };
+/// The default level of a command: `info` for a server, `warn` for a client command, `error`
+/// for the simulation (whose simulated nodes warn of every election its faults cause).
+#[derive(Debug, Clone, Copy)]
+pub enum Quiet {
+    Server,
+    Client,
+    Simulation,
+}
+
+/// Installs the global subscriber at the default level of `quiet` (unless RUST_LOG says).
+pub fn init(format: &str, quiet: Quiet) {
+    let default = match quiet {
+        Quiet::Server => "info",
+        Quiet::Client => "warn",
+        Quiet::Simulation => "error",
+    };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if format == "json" {

@@ -16,11 +16,13 @@ mod progress;
 mod proxy;
 mod publish;
 mod replay;
+mod run_flags;
 mod serve;
 mod serve_cluster;
 mod serve_limits;
 mod serve_storage;
 mod serve_threads;
+mod sim;
 mod snapshot;
 
 use std::process::ExitCode;
@@ -73,6 +75,9 @@ enum Command {
     ClusterEmbedded(cluster_embedded::ClusterEmbeddedArgs),
     /// Jepsen-style workloads under a seeded nemesis, judged by checkers (docs/chaos.md).
     Chaos(chaos::ChaosArgs),
+    /// The chaos run of the embedded cluster as a deterministic simulation: a seed replays
+    /// exactly (same trace hash), and `--seeds A..B` sweeps on every core (docs/sim.md).
+    Sim(sim::SimArgs),
     /// A shell for any ZooKeeper or Keeper, with clickhouse keeper-client's flags, commands
     /// and output (`-h HOST -p PORT`, `-q "ls /; get /a"`).
     #[command(disable_help_flag = true)]
@@ -89,16 +94,24 @@ fn main() -> ExitCode {
     // A panic anywhere (a broken invariant in apply, a digest mismatch on replay) must stop the
     // whole process: a server task that died while the others keep serving could hand out a
     // tree that has diverged. Print the usual message, then abort.
+    // Not in a simulation: there a panic is a finding about one seed (its run reports it, and
+    // a sweep goes on with the next seed), and no real server shares the process.
     let default_hook = std::panic::take_hook();
+    let simulation = matches!(cli.command, Command::Sim(_));
     std::panic::set_hook(Box::new(move |info| {
+        if simulation {
+            return default_hook(info);
+        }
         default_hook(info);
         eprintln!("testkeeper: fatal: stopping the process after a panic");
         std::process::abort();
     }));
-    logging::init(
-        &cli.log_format,
-        matches!(cli.command, Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_)),
-    );
+    let quiet = match cli.command {
+        Command::Serve(_) | Command::Proxy(_) | Command::ClusterEmbedded(_) => logging::Quiet::Server,
+        Command::Sim(_) => logging::Quiet::Simulation,
+        _ => logging::Quiet::Client,
+    };
+    logging::init(&cli.log_format, quiet);
     // Without --threads, tokio's default (one per core, or TOKIO_WORKER_THREADS), except for a
     // cluster whose members all run on this host: they share its cores (serve_threads.rs).
     let threads = match &cli.command {
@@ -124,7 +137,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The simulation builds a runtime of its own per seed, on threads of its own.
     let command = match cli.command {
+        Command::Sim(args) => return sim::run(args),
+        other => other,
+    };
+    let command = match command {
         Command::Faults(args) => return rt.block_on(faults::run(args)),
         Command::Chaos(args) => return rt.block_on(chaos::run(args)),
         other => other,
@@ -139,7 +157,9 @@ fn main() -> ExitCode {
             Command::Proxy(args) => proxy::run(args).await,
             Command::Replay(args) => replay::run(args).await,
             Command::ClusterEmbedded(args) => cluster_embedded::run(args).await,
-            Command::Faults(_) | Command::Chaos(_) => unreachable!("handled above, for their own exit codes"),
+            Command::Faults(_) | Command::Chaos(_) | Command::Sim(_) => {
+                unreachable!("handled above, for their own exit codes")
+            }
             Command::Snapshot(args) => snapshot::run(args),
             Command::Client(args) => client::run(args).await,
         }

@@ -31,8 +31,9 @@ use testkeeper_tests::env::{repo_root, testkeeper_bin};
 use testkeeper_tests::process::run_bounded;
 use testkeeper_wire::client::{Client, ConnectOptions};
 
-const SUBCOMMANDS: [&str; 11] =
-    ["serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults", "snapshot", "chaos", "client"];
+const SUBCOMMANDS: [&str; 12] = [
+    "serve", "digest", "publish", "bench", "conform", "proxy", "replay", "faults", "snapshot", "chaos", "sim", "client",
+];
 
 /// A documented command: where it is, and its words.
 #[derive(Debug, Clone)]
@@ -349,6 +350,7 @@ fn the_flag_tables_of_cli_md_match_the_binary() {
         ("serve", "## `testkeeper serve`"),
         ("bench", "## `testkeeper bench`"),
         ("chaos", "## `testkeeper chaos`"),
+        ("sim", "## `testkeeper sim`"),
         ("client", "## `testkeeper client`"),
     ] {
         let (documented, actual) = (table_flags(heading), help_flags(sub));

@@ -40,6 +40,38 @@ impl SimRun {
     }
 }
 
+/// Why a simulated run has no report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// Something panicked: a node on a broken invariant (which poisons its engine), or the
+    /// harness. A finding about the seed, as a violation is.
+    Panicked(String),
+    /// The run could not be made: a bad configuration, or the cluster never started.
+    Failed(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Panicked(m) => write!(f, "panicked: {m}"),
+            SimError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl SimError {
+    /// A run's error: a panic of a task shows as tokio's "task N panicked with message ...".
+    fn of_run(e: String) -> SimError {
+        if e.contains("panicked") {
+            SimError::Panicked(e)
+        } else {
+            SimError::Failed(e)
+        }
+    }
+}
+
 /// The command line that replays `cfg` as a simulation.
 pub fn replay_command(cfg: &RunConfig) -> String {
     // The chaos command line with the simulation's name: the options are the same.
@@ -50,26 +82,62 @@ pub fn replay_command(cfg: &RunConfig) -> String {
 ///
 /// # Errors
 /// The target is not the embedded cluster, or the run itself fails (see `run::run`).
-pub fn run_seed(cfg: &RunConfig) -> Result<SimRun, String> {
+pub fn run_seed(cfg: &RunConfig) -> Result<SimRun, SimError> {
     if !matches!(cfg.target, TargetSpec::Embedded { .. }) {
-        return Err("a simulation runs the embedded cluster only (drop --target)".into());
+        return Err(SimError::Failed("a simulation runs the embedded cluster only (drop --target)".into()));
     }
     let cfg = cfg.clone();
     std::thread::Builder::new()
         .name(format!("testkeeper-sim-{}", cfg.seed))
         .spawn(move || run_here(&cfg))
-        .map_err(|e| format!("starting the simulation thread: {e}"))?
+        .map_err(|e| SimError::Failed(format!("starting the simulation thread: {e}")))?
         .join()
-        .map_err(|_| "the simulation panicked".to_string())?
+        .map_err(|p| {
+            let msg = (p.downcast_ref::<String>().cloned())
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            SimError::Panicked(format!("the simulation: {msg}"))
+        })?
 }
 
 /// Whether this build seeds tokio's runtime, which exact replay needs (`.cargo/config.toml`
 /// sets `--cfg tokio_unstable`; a `RUSTFLAGS` of one's own replaces it).
 pub const REPLAYS: bool = cfg!(tokio_unstable);
 
+thread_local! {
+    /// Panics on this thread while it runs a simulation, in order. Every node, client and the
+    /// harness run on the simulation's thread, and a panicking task (a node's Raft driver on a
+    /// broken invariant, say) is caught by the runtime while the rest go on: a process would
+    /// have aborted there, so the seed must not pass.
+    static PANICS: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that records a panic on a simulation's thread,
+/// then hands it to the hook that was there before.
+fn record_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = PANICS.try_with(|p| {
+                if let Some(list) = p.borrow_mut().as_mut() {
+                    let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+                    let msg = (info.payload().downcast_ref::<String>().cloned())
+                        .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    list.push(format!("{msg}{at}"));
+                }
+            });
+            before(info);
+        }));
+    });
+}
+
 /// Runs `cfg` on this thread, which must not run a runtime or a simulation already.
-fn run_here(cfg: &RunConfig) -> Result<SimRun, String> {
+fn run_here(cfg: &RunConfig) -> Result<SimRun, SimError> {
     let started = Instant::now();
+    record_panics();
+    PANICS.with(|p| *p.borrow_mut() = Some(Vec::new()));
     let _net = testkeeper_wire::net::sim::enter();
     let mut rt = tokio::runtime::Builder::new_current_thread();
     rt.enable_time().start_paused(true);
@@ -77,11 +145,17 @@ fn run_here(cfg: &RunConfig) -> Result<SimRun, String> {
     // the seed too: without this, two replays wake tasks in different orders.
     #[cfg(tokio_unstable)]
     rt.rng_seed(tokio::runtime::RngSeed::from_bytes(&cfg.seed.to_le_bytes()));
-    let rt = rt.build().map_err(|e| format!("building the simulation's runtime: {e}"))?;
-    let report = rt.block_on(crate::run::run_with(cfg, &|_| {}, sim_setup))?;
+    let rt = rt.build().map_err(|e| SimError::Failed(format!("building the simulation's runtime: {e}")))?;
+    let result = rt.block_on(crate::run::run_with(cfg, &|_| {}, sim_setup));
     // Nothing may outlive the run: its tasks end with the runtime, here.
     drop(rt);
-    let trace = trace_hash(&report)?;
+    let panics = PANICS.with(|p| p.borrow_mut().take()).unwrap_or_default();
+    if let Some(first) = panics.first() {
+        return Err(SimError::Panicked(format!("{first} ({} panics in all)", panics.len())));
+    }
+    let mut report = result.map_err(SimError::of_run)?;
+    report.replay = replay_command(cfg);
+    let trace = trace_hash(&report).map_err(SimError::Failed)?;
     Ok(SimRun { report, trace, wall: started.elapsed() })
 }
 
