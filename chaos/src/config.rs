@@ -74,10 +74,14 @@ pub enum Nemesis {
     PartitionIsolate,
     /// Every link delayed and reordered.
     SlowLinks,
+    /// Every link loses and duplicates messages, and reorders them.
+    LossyLinks,
+    /// Kill a node, flip a bit in the middle of its log, start it: the start must be refused.
+    CorruptDisk,
 }
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 16] = [
+    pub const ALL: [Nemesis; 18] = [
         Nemesis::DropRequest,
         Nemesis::DropResponse,
         Nemesis::Delay,
@@ -94,6 +98,8 @@ impl Nemesis {
         Nemesis::PartitionBridge,
         Nemesis::PartitionIsolate,
         Nemesis::SlowLinks,
+        Nemesis::LossyLinks,
+        Nemesis::CorruptDisk,
     ];
 
     /// The name on the command line.
@@ -115,6 +121,8 @@ impl Nemesis {
             Nemesis::PartitionBridge => "partition-bridge",
             Nemesis::PartitionIsolate => "partition-isolate",
             Nemesis::SlowLinks => "slow-links",
+            Nemesis::LossyLinks => "lossy-links",
+            Nemesis::CorruptDisk => "corrupt-disk",
         }
     }
 

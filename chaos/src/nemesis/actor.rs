@@ -19,6 +19,11 @@ use super::{bridge, rule, shuffled, victim, Window};
 use crate::config::Nemesis;
 use crate::history::NemesisEvent;
 
+/// Every directed link between `n` nodes.
+fn every_link(n: usize) -> Vec<(u64, u64)> {
+    (1..=n as u64).flat_map(|x| (1..=n as u64).map(move |y| (x, y))).filter(|(x, y)| x != y).collect()
+}
+
 /// What the nemesis can reach.
 pub enum Control {
     /// The embedded cluster, owned by the nemesis for the main phase.
@@ -36,6 +41,8 @@ enum Undo {
     Resume(u64),
     Heal,
     Links(Vec<(u64, u64)>),
+    /// Flip the bit at this offset of the node's disk back, and start it.
+    Repair(u64, usize),
     ClearRules,
     RemoveRules(Vec<(usize, u64)>),
     Nothing,
@@ -133,14 +140,36 @@ impl Actor {
                     (format!("cut {a:?} | {b:?}, node {br} bridges"), Undo::Links(cut))
                 }
                 Nemesis::SlowLinks => {
-                    let all: Vec<(u64, u64)> = (1..=n as u64)
-                        .flat_map(|x| (1..=n as u64).map(move |y| (x, y)))
-                        .filter(|(x, y)| x != y)
-                        .collect();
+                    let all = every_link(n);
                     for &(x, y) in &all {
                         c.set_link(x, y, LinkFaults { delay_ms: 20, jitter_ms: 40, ..Default::default() });
                     }
                     ("every link slowed".to_string(), Undo::Links(all))
+                }
+                Nemesis::LossyLinks => {
+                    let all = every_link(n);
+                    let f = LinkFaults { drop: 0.2, duplicate: 0.2, jitter_ms: 10, ..Default::default() };
+                    for &(x, y) in &all {
+                        c.set_link(x, y, f);
+                    }
+                    ("every link loses, duplicates and reorders messages".to_string(), Undo::Links(all))
+                }
+                Nemesis::CorruptDisk => {
+                    let (flipped, started) =
+                        c.corrupt_disk(node, w.pick).await.map_err(|e| format!("corrupting node {node}: {e}"))?;
+                    match (flipped, started) {
+                        (None, _) => (format!("node {node}'s log is too short to corrupt"), Undo::Nothing),
+                        (Some(at), Err(e)) => (
+                            format!("node {node}: bit flipped at byte {at}; start refused: {e}"),
+                            Undo::Repair(node, at),
+                        ),
+                        // Served from a disk it should have refused: the checkers judge what it
+                        // served, and the repair (a restart) follows at the window's end.
+                        (Some(at), Ok(())) => (
+                            format!("node {node}: bit flipped at byte {at}; NOT DETECTED, the node started"),
+                            Undo::Repair(node, at),
+                        ),
+                    }
                 }
                 Nemesis::ExpireSession => {
                     let sessions = c.sessions();
@@ -190,9 +219,12 @@ impl Actor {
             }
             (Control::Cluster(c), Undo::Links(links)) => {
                 for (x, y) in links {
-                    c.set_link(x, y, LinkFaults::default());
+                    c.clear_link(x, y);
                 }
                 Ok(())
+            }
+            (Control::Cluster(c), Undo::Repair(id, at)) => {
+                c.repair_disk(id, at).await.map_err(|e| format!("restarting node {id} on its repaired disk: {e}"))
             }
             (Control::Cluster(c), Undo::ClearRules) => {
                 for id in c.ids() {

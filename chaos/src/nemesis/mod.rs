@@ -89,6 +89,8 @@ pub fn describe(w: &Window, nodes: usize) -> String {
             format!("partition {a:?} | {b:?}, node {bridge} hears both")
         }
         Nemesis::SlowLinks => "every link +20 ms, jitter 40 ms".to_string(),
+        Nemesis::LossyLinks => "every link drops 20%, duplicates 20%, jitter 10 ms".to_string(),
+        Nemesis::CorruptDisk => format!("flip a bit in the middle of node {}'s log, start it", victim(nodes, w.pick)),
         Nemesis::ExpireSession => "expire a live session".to_string(),
         Nemesis::Disconnect => "clients drop their connections mid-request".to_string(),
         other => format!("every server: {}", rule(other).unwrap_or("?")),

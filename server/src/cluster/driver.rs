@@ -9,12 +9,14 @@
 //! # Layout
 //! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
 //!   proposals).
+//! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
 //! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
 
 mod ahead;
+mod dedup;
 mod inbox;
 mod propose;
 mod ready;
@@ -87,6 +89,8 @@ pub struct Driver {
     /// 5% of a leader's CPU in `perf record` while `ON=all scripts/cluster-processes-bench.sh
     /// BIN 32` wrote). An entry is used only where index and term match.
     decided: VecDeque<Entry>,
+    /// Origins of the forwarded proposals this node received, to drop copies.
+    forwarded: dedup::Seen,
 }
 
 /// A running driver: its input channel, and its thread or task.
@@ -188,6 +192,7 @@ pub fn spawn(
         stored_first,
         ahead,
         decided: VecDeque::new(),
+        forwarded: dedup::Seen::default(),
     };
     // The engine reports the log as it is from the start (a recovered node's applied index
     // is already in it), not zeros until the first tick.

@@ -262,6 +262,48 @@ impl TestKeeperCluster {
         self.net.set_link(from, to, faults);
     }
 
+    /// Gives the link `from -> to` the default link's faults again (see
+    /// [`set_default_link`](Self::set_default_link)).
+    pub fn clear_link(&self, from: NodeId, to: NodeId) {
+        self.net.clear_link(from, to);
+    }
+
+    /// Kills node `id`, flips a bit in a record of its simulated disk that is not the last one
+    /// (chosen by `pick`), and starts it again: recovery must refuse the disk, naming the
+    /// record. Returns the flipped offset (`None`: no simulated disk, or too few records to
+    /// corrupt one in the middle; the node is restarted as it was) and how the start went.
+    /// [`repair_disk`](Self::repair_disk) undoes the flip.
+    ///
+    /// # Errors
+    /// Node `id` does not exist, or a restart of an uncorrupted disk failed.
+    pub async fn corrupt_disk(&mut self, id: NodeId, pick: u64) -> io::Result<(Option<usize>, io::Result<()>)> {
+        self.kill(id).await;
+        let slot =
+            self.slots.get(&id).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no node {id}")))?;
+        let flipped = match &slot.cfg.log_backend {
+            LogBackend::Sim(disk) => disk.corrupt(pick),
+            _ => None,
+        };
+        if flipped.is_none() {
+            self.restart(id).await?;
+            return Ok((None, Ok(())));
+        }
+        Ok((flipped, self.restart(id).await))
+    }
+
+    /// Flips the bit at `offset` of node `id`'s simulated disk back (a corruption repaired, as
+    /// from a backup) and starts the node.
+    ///
+    /// # Errors
+    /// As [`restart`](Self::restart).
+    pub async fn repair_disk(&mut self, id: NodeId, offset: usize) -> io::Result<()> {
+        self.kill(id).await;
+        if let Some(LogBackend::Sim(disk)) = self.slots.get(&id).map(|s| &s.cfg.log_backend) {
+            disk.flip_byte(offset);
+        }
+        self.restart(id).await
+    }
+
     /// Fault injection: node `id`, while it leads, writes a wrong digest into its next entry
     /// (ClickHouse's `keeper_leader_sets_invalid_digest`): every replica that applies it stops.
     pub fn invalid_digest_next(&self, id: NodeId) {

@@ -130,6 +130,13 @@ impl RaftStore {
             terms.extend(log.entries(next, to)?.iter().map(Entry::term));
             next = to;
         }
+        // raft-rs panics on a commit index past the log; refuse the start instead, naming why
+        // (found by `testkeeper sim --nemesis corrupt-disk --seed 3`: a flipped length byte in
+        // the middle made the rest of the log look like one torn record).
+        let held = span.last.max(snap.as_ref().map_or(0, |s| s.index));
+        if span.hard.commit > held {
+            return Err(LogError::Truncated { last: held, committed: span.hard.commit });
+        }
         let mut hard = eraftpb::HardState::default();
         (hard.term, hard.vote, hard.commit) = (span.hard.term, span.hard.vote, span.hard.commit);
         let prior_term = snap.as_ref().filter(|s| s.index + 1 == span.first).map_or(0, |s| s.term);

@@ -58,6 +58,10 @@ pub enum LogError {
     Gap { file: String, after: u64, next: u64 },
     /// An index outside what the log holds was asked for.
     Unavailable { index: u64, first: u64, last: u64 },
+    /// The log ends before an index its own hard state records as committed: entries that
+    /// were synced are gone (a corrupted log cut short, not a torn write, which only loses
+    /// what was never synced).
+    Truncated { last: u64, committed: u64 },
 }
 
 impl fmt::Display for LogError {
@@ -73,6 +77,11 @@ impl fmt::Display for LogError {
             LogError::Unavailable { index, first, last } => {
                 write!(f, "log index {index} is not held (the log holds {first}..={last})")
             }
+            LogError::Truncated { last, committed } => write!(
+                f,
+                "the log ends at index {last}, but its hard state records index {committed} as committed: \
+                 committed entries are missing (a corrupted log, not a torn write)"
+            ),
         }
     }
 }

@@ -98,6 +98,28 @@ impl SimDisk {
         }
     }
 
+    /// Flips one bit of a byte of some record that is not the last one, chosen by `pick`: a
+    /// corruption recovery must refuse, since the records after it are whole (a damaged last
+    /// record is indistinguishable from a torn write, and is dropped). Returns the offset, or
+    /// `None` with fewer than two records on the disk.
+    pub fn corrupt(&self, pick: u64) -> Option<usize> {
+        let last_start = {
+            let d = self.disk();
+            let (mut at, mut last_start) = (0, None);
+            while let Ok((_, n)) = record::decode(&d.bytes[at..]) {
+                if at + n >= d.bytes.len() {
+                    last_start = Some(at);
+                    break;
+                }
+                at += n;
+            }
+            last_start.filter(|s| *s > 0)?
+        };
+        let offset = (pick % last_start as u64) as usize;
+        self.flip_byte(offset);
+        Some(offset)
+    }
+
     /// Bytes in the log stream.
     pub fn len(&self) -> usize {
         self.disk().bytes.len()
@@ -171,9 +193,22 @@ impl SimLog {
                     let extent = record::extent(&d.bytes[at..]);
                     let is_last = extent.is_none_or(|n| at + n >= d.bytes.len());
                     let torn = is_last && matches!(why, RecordError::Short { .. } | RecordError::Checksum { .. });
-                    let index = record::claimed_index(&d.bytes[at..]).unwrap_or(last + 1);
+                    // The record's place says its index; a damaged header may claim another.
+                    let index = last + 1;
                     if !torn {
-                        return Err(LogError::Corrupt { file: NAME.into(), index, why: why.to_string() });
+                        let why = match record::claimed_index(&d.bytes[at..]).filter(|i| *i != index) {
+                            Some(claimed) => format!("{why} (its header claims index {claimed})"),
+                            None => why.to_string(),
+                        };
+                        return Err(LogError::Corrupt { file: NAME.into(), index, why });
+                    }
+                    // A torn write loses only what was never synced, and the hard state (synced
+                    // with its entries) says how far that is: a cut before a committed index is
+                    // a damaged record in the middle (a bad length makes all the rest look like
+                    // one torn record), refused with the disk left as it was.
+                    if last < d.hard.commit {
+                        let why = format!("{why}, and index {} was committed: not a torn write", d.hard.commit);
+                        return Err(LogError::Corrupt { file: NAME.into(), index, why });
                     }
                     let w = format!("{NAME}: the last log record (index {}) is torn ({why}); dropping it", last + 1);
                     warn!("{w}");

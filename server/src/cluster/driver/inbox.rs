@@ -25,7 +25,13 @@ impl Driver {
                     Err(e) => warn!(node = self.id, from, error = %e, "raft message refused"),
                 }
             }
-            Msg::Forward { origin, session, proposal } => self.proposal(origin, session, proposal),
+            Msg::Forward { origin, session, proposal } => {
+                if self.forwarded.first_time(origin) {
+                    self.proposal(origin, session, proposal);
+                } else {
+                    warn!(node = self.id, from, origin, "a forwarded proposal arrived twice; the copy is dropped");
+                }
+            }
             Msg::Refuse { origin, code } => self.refuse_local(origin, code),
             Msg::Touch { sessions } => {
                 if let Some(s) = self.shared.upgrade() {

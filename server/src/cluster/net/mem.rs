@@ -160,6 +160,11 @@ impl MemNet {
         self.net().faults.insert((from, to), f);
     }
 
+    /// Removes the faults of the link `from -> to`: it has the default link's again.
+    pub fn clear_link(&self, from: NodeId, to: NodeId) {
+        self.net().faults.remove(&(from, to));
+    }
+
     /// (delivered, dropped) so far.
     pub fn counts(&self) -> (u64, u64) {
         let n = self.net();
