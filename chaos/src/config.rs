@@ -78,10 +78,12 @@ pub enum Nemesis {
     LossyLinks,
     /// Kill a node, flip a bit in the middle of its log, start it: the start must be refused.
     CorruptDisk,
+    /// Step a node's wall clock minutes ahead or behind (in a simulation; elsewhere nothing).
+    ClockJump,
 }
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 18] = [
+    pub const ALL: [Nemesis; 19] = [
         Nemesis::DropRequest,
         Nemesis::DropResponse,
         Nemesis::Delay,
@@ -100,6 +102,7 @@ impl Nemesis {
         Nemesis::SlowLinks,
         Nemesis::LossyLinks,
         Nemesis::CorruptDisk,
+        Nemesis::ClockJump,
     ];
 
     /// The name on the command line.
@@ -123,6 +126,7 @@ impl Nemesis {
             Nemesis::SlowLinks => "slow-links",
             Nemesis::LossyLinks => "lossy-links",
             Nemesis::CorruptDisk => "corrupt-disk",
+            Nemesis::ClockJump => "clock-jump",
         }
     }
 

@@ -19,6 +19,16 @@ use super::{bridge, rule, shuffled, victim, Window};
 use crate::config::Nemesis;
 use crate::history::NemesisEvent;
 
+/// A clock step drawn from `pick`: 1 s to 10 min, ahead or behind.
+pub fn jump_ms(pick: u64) -> i64 {
+    let ms = 1_000 + (pick >> 1) % 599_000;
+    if pick & 1 == 0 {
+        ms as i64
+    } else {
+        -(ms as i64)
+    }
+}
+
 /// Every directed link between `n` nodes.
 fn every_link(n: usize) -> Vec<(u64, u64)> {
     (1..=n as u64).flat_map(|x| (1..=n as u64).map(move |y| (x, y))).filter(|(x, y)| x != y).collect()
@@ -43,6 +53,8 @@ enum Undo {
     Links(Vec<(u64, u64)>),
     /// Flip the bit at this offset of the node's disk back, and start it.
     Repair(u64, usize),
+    /// Step this node's wall clock back by this much.
+    Unjump(u64, i64),
     ClearRules,
     RemoveRules(Vec<(usize, u64)>),
     Nothing,
@@ -171,6 +183,14 @@ impl Actor {
                         ),
                     }
                 }
+                Nemesis::ClockJump => {
+                    let ms = jump_ms(w.pick);
+                    if c.jump_clock(node, ms) {
+                        (format!("node {node}'s wall clock stepped {:+.1} s", ms as f64 / 1e3), Undo::Unjump(node, ms))
+                    } else {
+                        ("no simulated clock to step (only `testkeeper sim` has one)".to_string(), Undo::Nothing)
+                    }
+                }
                 Nemesis::ExpireSession => {
                     let sessions = c.sessions();
                     if sessions.is_empty() {
@@ -221,6 +241,10 @@ impl Actor {
                 for (x, y) in links {
                     c.clear_link(x, y);
                 }
+                Ok(())
+            }
+            (Control::Cluster(c), Undo::Unjump(id, ms)) => {
+                c.jump_clock(id, -ms);
                 Ok(())
             }
             (Control::Cluster(c), Undo::Repair(id, at)) => {

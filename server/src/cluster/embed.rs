@@ -40,14 +40,14 @@ const SIM_EPOCH_MS: i64 = 1_767_225_600_000;
 struct Slot {
     cfg: ServerConfig,
     cc: ClusterConfig,
+    /// The node's clock (in a simulation, with a wall-clock step of its own).
+    clock: Clock,
     node: Option<Node>,
 }
 
 /// A cluster of embedded nodes.
 pub struct TestKeeperCluster {
     net: MemNet,
-    /// Every node's clock: the system's, or in a simulation the runtime's paused one.
-    clock: Clock,
     slots: BTreeMap<NodeId, Slot>,
     seed: u64,
     /// Without a data directory, each node's "disk" is a simulated one (its Raft log and hard
@@ -87,14 +87,14 @@ impl TestKeeperCluster {
             if simulated {
                 cc.driver_runtime = Some(tokio::runtime::Handle::current());
             }
-            slots.insert(id, Slot { cfg: c, cc, node: None });
+            slots.insert(id, Slot { cfg: c, cc, clock: clock.with_own_skew(), node: None });
         }
         // The node that stands for election at once starts last: started first, its first
         // call for votes reached no peer (messages to a node not started yet are lost), and
         // the election waited for its next early call, two ticks later.
         let mut order: Vec<NodeId> = slots.keys().copied().collect();
         order.sort_by_key(|id| !super::timing::early_campaigns(&slots[id].cc).is_empty());
-        let mut cluster = TestKeeperCluster { net, clock, slots, seed, _scratch: scratch };
+        let mut cluster = TestKeeperCluster { net, slots, seed, _scratch: scratch };
         for id in order {
             cluster.restart(id).await?;
         }
@@ -212,7 +212,7 @@ impl TestKeeperCluster {
             self.slots.get_mut(&id).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no node {id}")))?;
         let net = self.net.clone();
         let attach_net = self.net.clone();
-        let node = Node::start(slot.cfg.clone(), &slot.cc, self.clock.clone(), Arc::new(net), move |id, tx| {
+        let node = Node::start(slot.cfg.clone(), &slot.cc, slot.clock.clone(), Arc::new(net), move |id, tx| {
             attach_net.attach(id, tx)
         })
         .await?;
@@ -260,6 +260,14 @@ impl TestKeeperCluster {
     /// Faults on the link `from -> to` (drop, delay, jitter, duplicate), drawn from the seed.
     pub fn set_link(&self, from: NodeId, to: NodeId, faults: LinkFaults) {
         self.net.set_link(from, to, faults);
+    }
+
+    /// Steps node `id`'s wall clock by `ms` (either way), as NTP or a resumed VM would, in a
+    /// simulation (`testkeeper sim`); outside one the system clock is not touched. Its
+    /// monotonic clock, which times sessions, goes on. Returns whether the clock could step
+    /// (false outside a simulation, or for no such node).
+    pub fn jump_clock(&self, id: NodeId, ms: i64) -> bool {
+        self.slots.get(&id).is_some_and(|slot| slot.clock.jump(ms))
     }
 
     /// Gives the link `from -> to` the default link's faults again (see

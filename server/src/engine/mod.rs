@@ -187,7 +187,7 @@ impl Engine {
             .map(|(id, info)| {
                 let rt = SessionRt {
                     timeout_ms: info.timeout_ms,
-                    deadline_ms: now + i64::from(info.timeout_ms),
+                    deadline_ms: clock.mono_ms() + i64::from(info.timeout_ms),
                     ..Default::default()
                 };
                 (*id, rt)
@@ -266,7 +266,7 @@ impl Engine {
     /// Restarts every session's expiry countdown (after an in-memory restart, as ZooKeeper's
     /// sessions get their timeouts again when it comes back).
     pub(crate) fn restart_session_clocks(&mut self) {
-        let now = self.clock.now_ms();
+        let now = self.clock.mono_ms();
         for s in self.sessions.values_mut() {
             s.deadline_ms = now + i64::from(s.timeout_ms);
         }
@@ -308,8 +308,8 @@ impl Engine {
             // Only the leader expires sessions and collects containers, through the log.
             return;
         }
+        self.expire_due(self.clock.mono_ms());
         let now = self.clock.now_ms();
-        self.expire_due(now);
         if now - self.last_gc_ms >= self.cfg.container_check_ms as i64 {
             self.last_gc_ms = now;
             self.collect_containers_and_ttls(now);

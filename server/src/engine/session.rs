@@ -22,7 +22,7 @@ pub struct SessionRt {
     pub timeout_ms: i32,
     /// The connection currently bound to the session, if any.
     pub conn: Option<u64>,
-    /// When the session expires unless touched, in ms since the epoch.
+    /// When the session expires unless touched, on the monotonic clock (`Clock::mono_ms`).
     pub deadline_ms: i64,
     /// Its end is proposed: nothing more of it runs.
     pub closing: bool,
@@ -105,7 +105,7 @@ impl Engine {
             return Handshake::Refuse("client has seen a zxid this server has not");
         }
         let timeout_ms = self.cfg.negotiate_timeout(req.timeout_ms);
-        let now = self.clock.now_ms();
+        let (now, mono) = (self.clock.now_ms(), self.clock.mono_ms());
         if zk && req.session_id != 0 {
             let id = req.session_id;
             let live = self.sessions.get(&id).is_some_and(|s| !s.closing);
@@ -127,7 +127,7 @@ impl Engine {
             let s = self.sessions.get_mut(&id).expect("checked above");
             let old = s.conn.replace(conn);
             s.timeout_ms = timeout_ms;
-            s.deadline_ms = now + i64::from(timeout_ms);
+            s.deadline_ms = mono + i64::from(timeout_ms);
             if let Some(old) = old.filter(|o| *o != conn) {
                 // The session moved: the old connection is closed, as ZooKeeper does.
                 if let Some(c) = self.conns.get_mut(&old) {
@@ -164,7 +164,7 @@ impl Engine {
         // The response goes out when the session's entry commits; requests that arrive before
         // that wait behind it.
         let mut rt =
-            SessionRt { timeout_ms, conn: Some(conn), deadline_ms: now + i64::from(timeout_ms), ..Default::default() };
+            SessionRt { timeout_ms, conn: Some(conn), deadline_ms: mono + i64::from(timeout_ms), ..Default::default() };
         rt.turn.inflight = 1;
         self.sessions.insert(id, rt);
         self.waiting.get_mut(&origin).expect("registered above").session = id;
@@ -180,7 +180,7 @@ impl Engine {
             return;
         }
         let timeout_ms = self.state.sessions().get(&id).map_or(0, |s| s.timeout_ms);
-        let deadline_ms = self.clock.now_ms() + i64::from(timeout_ms);
+        let deadline_ms = self.clock.mono_ms() + i64::from(timeout_ms);
         self.sessions.insert(id, SessionRt { timeout_ms, deadline_ms, ..Default::default() });
     }
 
@@ -197,7 +197,7 @@ impl Engine {
 
     /// Restarts a session's expiry countdown (every request does this).
     pub fn touch(&mut self, session: i64) {
-        let now = self.clock.now_ms();
+        let now = self.clock.mono_ms();
         if let Some(s) = self.sessions.get_mut(&session) {
             s.deadline_ms = now + i64::from(s.timeout_ms);
         }
@@ -215,7 +215,7 @@ impl Engine {
         }
     }
 
-    /// Expires every session whose deadline is at or before `now`.
+    /// Expires every session whose deadline is at or before `now` (on the monotonic clock).
     pub fn expire_due(&mut self, now: i64) {
         let mut due: Vec<i64> =
             self.sessions.iter().filter(|(_, s)| !s.closing && s.deadline_ms <= now).map(|(id, _)| *id).collect();

@@ -167,7 +167,7 @@ pub fn summary_json(e: &Engine) -> Value {
     for (path, session) in e.watches.entries() {
         watches.entry(session).or_default().push(path);
     }
-    let now = e.clock.now_ms();
+    let now = e.clock.mono_ms();
     let mut ids: Vec<i64> = e.sessions.keys().copied().collect();
     ids.sort_unstable();
     let sessions: Vec<Value> = ids

@@ -25,7 +25,7 @@ fn hex(v: i64) -> String {
 fn sessions_json(e: &Engine) -> Vec<Value> {
     let mut ids: Vec<i64> = e.sessions.keys().copied().collect();
     ids.sort_unstable();
-    let now = e.clock.now_ms();
+    let now = e.clock.mono_ms();
     ids.iter()
         .map(|id| {
             let s = &e.sessions[id];
