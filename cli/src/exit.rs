@@ -55,6 +55,13 @@ impl From<String> for CliError {
     }
 }
 
+/// A fault rule that does not parse (`--fault`) is refused before anything runs: exit 2.
+impl From<testkeeper_server::faults::RuleError> for CliError {
+    fn from(e: testkeeper_server::faults::RuleError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 impl From<&str> for CliError {
     fn from(m: &str) -> Self {
         CliError::Failed(m.to_string())

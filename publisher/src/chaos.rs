@@ -173,7 +173,7 @@ enum Control<'a> {
 impl Control<'_> {
     async fn add(&self, rule: &str) -> Result<u64, String> {
         match self {
-            Control::Embedded(s) => s.add_fault(rule),
+            Control::Embedded(s) => s.add_fault(rule).map_err(|e| e.to_string()),
             Control::Http(a) => a.add_fault(rule).await,
         }
     }

@@ -208,7 +208,7 @@ impl Actor {
                     let text = rule(other).expect("every other nemesis is a fault rule");
                     for id in c.ids() {
                         if c.node(id).is_some() {
-                            c.add_fault(id, text)?;
+                            c.add_fault(id, text).map_err(|e| e.to_string())?;
                         }
                     }
                     (format!("{text} on every running node"), Undo::ClearRules)

@@ -32,6 +32,15 @@ use crate::clock::Clock;
 use crate::config::{LogBackend, ServerConfig};
 use crate::log::sim::SimDisk;
 
+/// Why a fault rule was not added to a node of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    #[error("node {0} is not running")]
+    NotRunning(NodeId),
+    #[error(transparent)]
+    Rule(#[from] crate::faults::RuleError),
+}
+
 /// Where a simulation's clock starts (2026-01-01T00:00:00Z): a fixed time, so that every
 /// replay of a seed writes the same times into its entries and digests.
 const SIM_EPOCH_MS: i64 = 1_767_225_600_000;
@@ -336,9 +345,9 @@ impl TestKeeperCluster {
     ///
     /// # Errors
     /// The rule does not parse, or node `id` is not running.
-    pub fn add_fault(&self, id: NodeId, rule: &str) -> Result<u64, String> {
-        let n = self.node(id).ok_or_else(|| format!("node {id} is not running"))?;
-        n.shared().engine().faults.add(rule).map_err(|e| e.to_string())
+    pub fn add_fault(&self, id: NodeId, rule: &str) -> Result<u64, FaultError> {
+        let n = self.node(id).ok_or(FaultError::NotRunning(id))?;
+        Ok(n.shared().engine().faults.add(rule)?)
     }
 
     /// Removes every fault rule of node `id` (if it runs).

@@ -130,8 +130,8 @@ impl Node {
     ///
     /// # Errors
     /// The parse error, naming the bad kind, key or value.
-    pub fn add_fault(&self, rule: &str) -> Result<u64, String> {
-        self.shared.engine().faults.add(rule).map_err(|e| e.to_string())
+    pub fn add_fault(&self, rule: &str) -> Result<u64, crate::faults::RuleError> {
+        self.shared.engine().faults.add(rule)
     }
 
     /// Starts this node's admin HTTP endpoint on `addr` (port 0 picks a free port): the routes

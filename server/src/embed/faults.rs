@@ -4,15 +4,15 @@
 use std::time::Duration;
 
 use super::TestKeeper;
-use crate::faults::{FaultEvent, RuleStatus};
+use crate::faults::{FaultEvent, RuleError, RuleStatus};
 
 impl TestKeeper {
     /// Adds a fault rule (`KIND[:key=value,...]`, see `docs/faults.md`); returns its id.
     ///
     /// # Errors
     /// The parse error, naming the bad kind, key or value.
-    pub fn add_fault(&self, rule: &str) -> Result<u64, String> {
-        self.shared.engine().faults.add(rule).map_err(|e| e.to_string())
+    pub fn add_fault(&self, rule: &str) -> Result<u64, RuleError> {
+        self.shared.engine().faults.add(rule)
     }
 
     /// Removes a fault rule; false when no rule has that id.
@@ -40,7 +40,7 @@ impl TestKeeper {
     ///
     /// # Errors
     /// A bad matcher.
-    pub fn drop_next_response(&self, matcher: &str) -> Result<u64, String> {
+    pub fn drop_next_response(&self, matcher: &str) -> Result<u64, RuleError> {
         self.add_fault(&one_shot("drop-response", matcher))
     }
 
@@ -48,7 +48,7 @@ impl TestKeeper {
     ///
     /// # Errors
     /// A bad matcher.
-    pub fn drop_next_request(&self, matcher: &str) -> Result<u64, String> {
+    pub fn drop_next_request(&self, matcher: &str) -> Result<u64, RuleError> {
         self.add_fault(&one_shot("drop-request", matcher))
     }
 
@@ -57,7 +57,7 @@ impl TestKeeper {
     ///
     /// # Errors
     /// A bad matcher, or code 0.
-    pub fn fail_next(&self, matcher: &str, code: i32) -> Result<u64, String> {
+    pub fn fail_next(&self, matcher: &str, code: i32) -> Result<u64, RuleError> {
         self.add_fault(&one_shot(&format!("error:code={code}"), matcher))
     }
 
@@ -66,7 +66,7 @@ impl TestKeeper {
     ///
     /// # Errors
     /// A bad matcher.
-    pub fn delay_next(&self, matcher: &str, delay: Duration) -> Result<u64, String> {
+    pub fn delay_next(&self, matcher: &str, delay: Duration) -> Result<u64, RuleError> {
         self.add_fault(&one_shot(&format!("delay:ms={}", delay.as_millis()), matcher))
     }
 
@@ -74,7 +74,7 @@ impl TestKeeper {
     ///
     /// # Errors
     /// A bad matcher.
-    pub fn expire_next(&self, matcher: &str) -> Result<u64, String> {
+    pub fn expire_next(&self, matcher: &str) -> Result<u64, RuleError> {
         self.add_fault(&one_shot("expire-session", matcher))
     }
 }
