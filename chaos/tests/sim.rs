@@ -3,9 +3,10 @@
 //! deliberately broken mode caught at the seed docs/sim.md names, which, the runs being exact
 //! replays, is the same seed on every machine.
 
-use testkeeper_chaos::config::{parse_nemeses, RunConfig, Workload};
+use testkeeper_chaos::config::{parse_nemeses, RunConfig, TargetSpec, Workload};
 use testkeeper_chaos::sim::sweep::{sweep, Outcome};
 use testkeeper_server::broken::Broken;
+use testkeeper_server::core::flavor::Flavor;
 
 /// Seeds per workload in CI: 8 (1,000 ops each), or `TESTKEEPER_SIM_SEEDS`.
 fn seeds_per_workload() -> u64 {
@@ -23,6 +24,20 @@ fn every_workload_passes_a_sweep_under_every_nemesis() {
         let report = sweep(&cfg, 1000..1000 + n, None, 2, &|_, _| {});
         eprint!("{w}: {}", report.text());
         assert_eq!(report.results.len() as u64, n);
+        failed.extend(report.results.iter().filter(|r| r.outcome != Outcome::Pass).map(|r| r.replay.clone()));
+    }
+    assert!(failed.is_empty(), "seeds that did not pass (replay each):\n{}", failed.join("\n"));
+}
+
+#[test]
+fn five_nodes_and_the_zookeeper_flavor_pass_a_few_seeds() {
+    let mut failed = Vec::new();
+    for (nodes, flavor) in [(5, Flavor::Keeper), (3, Flavor::Zookeeper)] {
+        let mut cfg = RunConfig::new(Workload::Register, 0);
+        cfg.target = TargetSpec::Embedded { nodes };
+        cfg.flavor = flavor;
+        let report = sweep(&cfg, 0..3, None, 2, &|_, _| {});
+        eprint!("{nodes} nodes, {flavor}: {}", report.text());
         failed.extend(report.results.iter().filter(|r| r.outcome != Outcome::Pass).map(|r| r.replay.clone()));
     }
     assert!(failed.is_empty(), "seeds that did not pass (replay each):\n{}", failed.join("\n"));

@@ -83,6 +83,17 @@ fn a_sweep_of_a_broken_cluster_exits_1_with_its_reports() {
 }
 
 #[test]
+fn html_draws_the_timeline_of_the_run_with_its_sim_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("sim.html");
+    let out = sim(&["--workload", "set", "--seed", "4", "--ops", "200", "--html", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = std::fs::read_to_string(&html).expect("the page was written");
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg class=\"timeline\""), "{page:.300}");
+    assert!(page.contains("testkeeper sim --workload set") && page.contains("--seed 4"), "{page:.600}");
+}
+
+#[test]
 fn shards_take_every_nth_seed_and_bad_flags_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("s.json");
