@@ -5,10 +5,17 @@
 #               with external prerequisites *required* (missing = failure)
 #   make lint   formatting and clippy, warnings as errors
 #   make ci     lint, then test: what CI runs
+#   make sim-nightly  the nightly-sized simulation sweep (docs/sim.md):
+#               SEEDS=0..2000 per workload, JOBS=every core, SHARD=K/N
+#               optional, a JUnit file per workload under target/sim/
 
 CARGO ?= cargo
 
-.PHONY: test deps build lint ci
+.PHONY: test deps build lint ci sim-nightly
+
+SEEDS ?= 0..2000
+SHARD ?=
+WORKLOADS := register set ids counter queue lock
 
 deps:
 	scripts/install-test-deps.sh
@@ -36,3 +43,14 @@ lint:
 
 # Lint first: a formatting slip fails in seconds, not after the whole suite.
 ci: lint test
+
+# Every workload over SEEDS; stops at the first workload with a violation (its
+# replay commands are printed) and exits non-zero.
+sim-nightly:
+	$(CARGO) build --release --bin testkeeper
+	mkdir -p target/sim
+	for w in $(WORKLOADS); do \
+		./target/release/testkeeper sim --workload $$w --seeds $(SEEDS) \
+			$(if $(SHARD),--shard $(SHARD)) $(if $(JOBS),--jobs $(JOBS)) \
+			--junit target/sim/sim-$$w.xml --json target/sim/sim-$$w.json || exit 1; \
+	done

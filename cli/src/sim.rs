@@ -91,7 +91,7 @@ pub fn run(args: SimArgs) -> ExitCode {
 /// One seed: the report, the trace hash, the verdict and the replay command, in that order.
 fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, String> {
     println!("seed {}", cfg.seed);
-    let run = match simulation::run_seed(cfg) {
+    let run = match simulation::run_seed_saying(cfg, true) {
         Ok(run) => run,
         Err(e @ simulation::SimError::Panicked(_)) => {
             println!("VIOLATION: {e}");

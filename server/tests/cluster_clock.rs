@@ -13,19 +13,12 @@ use testkeeper_wire::client::{Client, ConnectOptions};
 use testkeeper_wire::records::create::create_mode;
 use testkeeper_wire::Acl;
 
-const HOUR_MS: i64 = 3_600_000;
+#[path = "sim_support/mod.rs"]
+mod sim_support;
 
-/// Runs `f` as a simulation: a thread of its own, a current-thread runtime with paused time,
-/// the simulated network.
-fn simulated<F: std::future::Future<Output = ()>>(f: impl FnOnce() -> F + Send + 'static) {
-    std::thread::spawn(move || {
-        let _net = testkeeper_wire::net::sim::enter();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        rt.block_on(f());
-    })
-    .join()
-    .expect("the simulation panicked");
-}
+use sim_support::simulated;
+
+const HOUR_MS: i64 = 3_600_000;
 
 #[test]
 fn a_wall_clock_jump_on_the_leader_expires_no_live_session() {

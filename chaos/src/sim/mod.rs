@@ -83,13 +83,21 @@ pub fn replay_command(cfg: &RunConfig) -> String {
 /// # Errors
 /// The target is not the embedded cluster, or the run itself fails (see `run::run`).
 pub fn run_seed(cfg: &RunConfig) -> Result<SimRun, SimError> {
+    run_seed_saying(cfg, false)
+}
+
+/// [`run_seed`], printing the run's lines as it goes (the schedule, the phases) when `say`.
+///
+/// # Errors
+/// As [`run_seed`].
+pub fn run_seed_saying(cfg: &RunConfig, say: bool) -> Result<SimRun, SimError> {
     if !matches!(cfg.target, TargetSpec::Embedded { .. }) {
         return Err(SimError::Failed("a simulation runs the embedded cluster only (drop --target)".into()));
     }
     let cfg = cfg.clone();
     std::thread::Builder::new()
         .name(format!("testkeeper-sim-{}", cfg.seed))
-        .spawn(move || run_here(&cfg))
+        .spawn(move || run_here(&cfg, say))
         .map_err(|e| SimError::Failed(format!("starting the simulation thread: {e}")))?
         .join()
         .map_err(|p| {
@@ -134,7 +142,7 @@ fn record_panics() {
 }
 
 /// Runs `cfg` on this thread, which must not run a runtime or a simulation already.
-fn run_here(cfg: &RunConfig) -> Result<SimRun, SimError> {
+fn run_here(cfg: &RunConfig, say: bool) -> Result<SimRun, SimError> {
     let started = Instant::now();
     record_panics();
     PANICS.with(|p| *p.borrow_mut() = Some(Vec::new()));
@@ -146,7 +154,12 @@ fn run_here(cfg: &RunConfig) -> Result<SimRun, SimError> {
     #[cfg(tokio_unstable)]
     rt.rng_seed(tokio::runtime::RngSeed::from_bytes(&cfg.seed.to_le_bytes()));
     let rt = rt.build().map_err(|e| SimError::Failed(format!("building the simulation's runtime: {e}")))?;
-    let result = rt.block_on(crate::run::run_with(cfg, &|_| {}, sim_setup));
+    let print = |line: &str| {
+        if say {
+            println!("{line}");
+        }
+    };
+    let result = rt.block_on(crate::run::run_with(cfg, &print, sim_setup));
     // Nothing may outlive the run: its tasks end with the runtime, here.
     drop(rt);
     let panics = PANICS.with(|p| p.borrow_mut().take()).unwrap_or_default();

@@ -74,3 +74,16 @@ fn regression_corrupt_disk_seed_3_every_corruption_is_refused_and_repairable() {
     assert!(events.len() >= 5, "{events:?}");
     assert!(events.iter().all(|e| e.contains("start refused") || e.contains("too short")), "{events:?}");
 }
+
+/// A bit flipped in a record's length in the middle of the log made it reach past the end:
+/// recovery took it for a torn last record and dropped it and every record after it, entries
+/// the node had acknowledged, and raft-rs panicked when the leader's commit index reached
+/// them (log/record.rs, `whole_record_follows`).
+#[test]
+fn regression_zookeeper_seed_375_a_damaged_length_looked_like_a_torn_write() {
+    let mut c = cfg(Workload::Register, 375, 1000);
+    c.flavor = testkeeper_server::core::flavor::Flavor::Zookeeper;
+    let run = run_seed(&c).unwrap();
+    assert!(run.report.passed(), "{}", run.report.text());
+    assert!(run.report.results.iter().any(|r| r.checker == "corruption-detected"));
+}

@@ -77,6 +77,14 @@ pub fn extent(buf: &[u8]) -> Option<usize> {
     Some(HEADER + u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize)
 }
 
+/// Whether a whole record holding `index` starts somewhere in `buf` after the first header:
+/// then the record at the start of `buf` was not the last one written, whatever its length
+/// field says (a damaged length that reaches past the end looks like a torn write otherwise).
+/// Only a failed record pays for this scan.
+pub fn whole_record_follows(buf: &[u8], index: u64) -> bool {
+    (HEADER..buf.len()).any(|p| claimed_index(&buf[p..]) == Some(index) && decode(&buf[p..]).is_ok())
+}
+
 /// Reads the record at the start of `buf`; returns it and the bytes it took.
 ///
 /// # Errors

@@ -189,9 +189,12 @@ impl SimLog {
                     at += n;
                 }
                 Err(why) => {
-                    // Torn: cut short, or whole-looking but wrong with nothing after it.
+                    // Torn: cut short, or whole-looking but wrong with nothing after it. A
+                    // damaged length can make a record in the middle reach past the end, so
+                    // "nothing after it" is checked by looking for the next record too.
                     let extent = record::extent(&d.bytes[at..]);
-                    let is_last = extent.is_none_or(|n| at + n >= d.bytes.len());
+                    let is_last = extent.is_none_or(|n| at + n >= d.bytes.len())
+                        && !record::whole_record_follows(&d.bytes[at..], last + 2);
                     let torn = is_last && matches!(why, RecordError::Short { .. } | RecordError::Checksum { .. });
                     // The record's place says its index; a damaged header may claim another.
                     let index = last + 1;
@@ -374,5 +377,41 @@ mod tests {
         assert_eq!(after_two_syncs_and_a_crash(&SimDisk::new()), 2);
         assert_eq!(after_two_syncs_and_a_crash(&SimDisk::with_broken(Some(Broken::AckBeforeDurable))), 1);
         assert_eq!(after_two_syncs_and_a_crash(&SimDisk::with_broken(Some(Broken::PartialMulti))), 2);
+    }
+
+    /// Five synced records, the fourth (index 4) with the bit of its length that makes it
+    /// reach past the end flipped: recovery must refuse it as corruption (records after it
+    /// are whole, and index 5 had been acknowledged) and leave the disk as it was, where it
+    /// used to drop the rest as one torn record. A record torn at the real end is still
+    /// dropped. (`testkeeper sim --flavor zookeeper --seed 375` found the first.)
+    #[test]
+    fn a_damaged_length_in_the_middle_is_corruption_and_a_torn_end_is_not() {
+        let disk = SimDisk::new();
+        let (mut log, _, _) = SimLog::open(&disk).unwrap();
+        let syncer = log.syncer().unwrap();
+        let mut starts = Vec::new();
+        for i in 1..=5 {
+            starts.push(disk.len());
+            log.append(&[Entry::noop(i, 1)], HardState { term: 1, vote: 0, commit: 1 }).unwrap();
+            syncer.sync().unwrap();
+        }
+        drop(log);
+        disk.crash(false);
+        let len = disk.len();
+        // The length's third byte: +1 MiB with the flipped bit, far past the end.
+        disk.flip_byte(starts[3] + record::HEADER - 2);
+        let err = SimLog::open(&disk).err().expect("a damaged length in the middle is refused");
+        assert!(matches!(err, LogError::Corrupt { index: 4, .. }), "{err}");
+        assert_eq!(disk.len(), len, "a refused start leaves the disk as it was");
+        disk.flip_byte(starts[3] + record::HEADER - 2);
+        assert_eq!(SimLog::open(&disk).unwrap().0.span().last, 5);
+
+        // A write torn at the end: the sixth record half written.
+        let (mut log, _, _) = SimLog::open(&disk).unwrap();
+        log.append(&[Entry::noop(6, 1)], HardState { term: 1, vote: 0, commit: 1 }).unwrap();
+        drop(log);
+        disk.crash(true);
+        let (log, _, warnings) = SimLog::open(&disk).unwrap();
+        assert_eq!((log.span().last, warnings.len()), (5, 1), "{warnings:?}");
     }
 }
