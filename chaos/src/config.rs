@@ -80,10 +80,12 @@ pub enum Nemesis {
     CorruptDisk,
     /// Step a node's wall clock minutes ahead or behind (in a simulation; elsewhere nothing).
     ClockJump,
+    /// Fill a node's disk: its next write fails and it stops; emptied and restarted after.
+    DiskFull,
 }
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 19] = [
+    pub const ALL: [Nemesis; 20] = [
         Nemesis::DropRequest,
         Nemesis::DropResponse,
         Nemesis::Delay,
@@ -103,6 +105,7 @@ impl Nemesis {
         Nemesis::LossyLinks,
         Nemesis::CorruptDisk,
         Nemesis::ClockJump,
+        Nemesis::DiskFull,
     ];
 
     /// The name on the command line.
@@ -127,6 +130,7 @@ impl Nemesis {
             Nemesis::LossyLinks => "lossy-links",
             Nemesis::CorruptDisk => "corrupt-disk",
             Nemesis::ClockJump => "clock-jump",
+            Nemesis::DiskFull => "disk-full",
         }
     }
 

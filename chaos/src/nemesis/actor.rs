@@ -55,6 +55,8 @@ enum Undo {
     Repair(u64, usize),
     /// Step this node's wall clock back by this much.
     Unjump(u64, i64),
+    /// Empty this node's disk, and restart the node if the full disk stopped it.
+    Empty(u64),
     ClearRules,
     RemoveRules(Vec<(usize, u64)>),
     Nothing,
@@ -183,6 +185,13 @@ impl Actor {
                         ),
                     }
                 }
+                Nemesis::DiskFull => {
+                    if c.fill_disk(node, true) {
+                        (format!("node {node}'s disk is full"), Undo::Empty(node))
+                    } else {
+                        (format!("node {node} has no simulated disk to fill"), Undo::Nothing)
+                    }
+                }
                 Nemesis::ClockJump => {
                     let ms = jump_ms(w.pick);
                     if c.jump_clock(node, ms) {
@@ -240,6 +249,13 @@ impl Actor {
             (Control::Cluster(c), Undo::Links(links)) => {
                 for (x, y) in links {
                     c.clear_link(x, y);
+                }
+                Ok(())
+            }
+            (Control::Cluster(c), Undo::Empty(id)) => {
+                c.fill_disk(id, false);
+                if c.stopped(id) {
+                    c.restart(id).await.map_err(|e| format!("restarting node {id} after its disk filled: {e}"))?;
                 }
                 Ok(())
             }

@@ -91,6 +91,7 @@ pub fn describe(w: &Window, nodes: usize) -> String {
         Nemesis::SlowLinks => "every link +20 ms, jitter 40 ms".to_string(),
         Nemesis::LossyLinks => "every link drops 20%, duplicates 20%, jitter 10 ms".to_string(),
         Nemesis::CorruptDisk => format!("flip a bit in the middle of node {}'s log, start it", victim(nodes, w.pick)),
+        Nemesis::DiskFull => format!("fill node {}'s disk", victim(nodes, w.pick)),
         Nemesis::ClockJump => {
             format!("step node {}'s wall clock {:+.1} s", victim(nodes, w.pick), actor::jump_ms(w.pick) as f64 / 1e3)
         }

@@ -279,6 +279,24 @@ impl TestKeeperCluster {
         self.slots.get(&id).is_some_and(|slot| slot.clock.jump(ms))
     }
 
+    /// Fills node `id`'s simulated disk (`full`), or empties it: while full, the node's next
+    /// append or flush fails, and the node stops, as it does on a real disk's ENOSPC
+    /// (docs/persistence.md). Returns whether the node has a simulated disk.
+    pub fn fill_disk(&self, id: NodeId, full: bool) -> bool {
+        match self.slots.get(&id).map(|s| &s.cfg.log_backend) {
+            Some(LogBackend::Sim(disk)) => {
+                disk.set_full(full);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether node `id` runs but has stopped serving (a failed disk, a digest mismatch).
+    pub fn stopped(&self, id: NodeId) -> bool {
+        self.node(id).is_some_and(|n| n.status().stopped.is_some())
+    }
+
     /// Gives the link `from -> to` the default link's faults again (see
     /// [`set_default_link`](Self::set_default_link)).
     pub fn clear_link(&self, from: NodeId, to: NodeId) {

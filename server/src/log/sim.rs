@@ -37,6 +37,13 @@ struct Disk {
     /// state, index).
     lie: bool,
     asked: Option<(usize, HardState, u64)>,
+    /// No space left: every append and sync fails, as ENOSPC would, until cleared.
+    full: bool,
+}
+
+/// What an append or a sync on a full simulated disk fails with.
+fn no_space() -> LogError {
+    LogError::Io { what: "no space left on device (the simulated disk is full)".into() }
 }
 
 /// A disk shared by every log opened on it (one at a time).
@@ -88,6 +95,11 @@ impl SimDisk {
     /// The last index a sync covered.
     pub fn synced_index(&self) -> u64 {
         self.disk().synced_index
+    }
+
+    /// Fills the disk (`true`): appends and syncs fail until it is emptied again (`false`).
+    pub fn set_full(&self, full: bool) {
+        self.disk().full = full;
     }
 
     /// Flips one bit of byte `offset` of the log stream (a test of corruption in the middle).
@@ -149,6 +161,9 @@ struct SimSyncer {
 impl Syncer for SimSyncer {
     fn sync(&self) -> Result<u64, LogError> {
         let mut d = self.disk.disk();
+        if d.full {
+            return Err(no_space());
+        }
         if d.lie {
             let now = (d.bytes.len(), d.hard, d.appended);
             if let Some((bytes, hard, index)) = d.asked.replace(now) {
@@ -244,6 +259,9 @@ impl SimLog {
 impl Log for SimLog {
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
         let mut d = self.disk.disk();
+        if d.full {
+            return Err(no_space());
+        }
         for e in entries {
             assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");
             self.offsets.push(d.bytes.len());
