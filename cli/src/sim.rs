@@ -122,15 +122,15 @@ fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, String> {
 fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Result<u8, String> {
     let jobs = args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize);
     let first_bad = std::sync::Mutex::new(None::<(u64, String, String)>);
+    // A live count of seeds done, on a terminal only (nothing in CI or into a pipe).
+    let bar = crate::progress::bar(sweep::shard_seeds(range.clone(), args.shard).len() as u64, "sim");
     let report: SweepReport = sweep::sweep(cfg, range, args.shard, jobs, &|r, run| {
+        bar.inc(1);
         if r.outcome != sweep::Outcome::Pass {
             // As it happens (a long sweep's first finding need not wait for the end); the
             // summary repeats it with the replay command.
-            println!(
-                "seed {}: {}",
-                r.seed,
-                if r.outcome == sweep::Outcome::Violation { "violation" } else { "undecided" }
-            );
+            let what = if r.outcome == sweep::Outcome::Violation { "violation" } else { "undecided" };
+            bar.suspend(|| println!("seed {}: {what}", r.seed));
             if let Some(run) = run {
                 let mut bad = first_bad.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if bad.as_ref().is_none_or(|(s, _, _)| r.seed < *s) {
@@ -140,6 +140,7 @@ fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Re
             }
         }
     });
+    bar.finish_and_clear();
     print!("{}", report.text());
     if let Some((seed, json, html)) = first_bad.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
         if let Some(path) = &args.trace {
