@@ -1,7 +1,8 @@
 //! Requests at the edge of the protocol, as raw frames, against a live Apache ZooKeeper 3.8 and
 //! `testkeeper --flavor zookeeper` side by side (issue 16, point 6): an addWatch with an
 //! invalid mode, digest auth without a colon, bodies cut short, paths that are not UTF-8, the
-//! opcodes of sasl (102), deleteContainer (20) and createSession (-10), and getData(""). For
+//! opcodes of sasl (102), deleteContainer (20) and createSession (-10) (with and without the
+//! timeout a CreateSessionTxn holds), and getData(""). For
 //! each, the reply's error code and whether the connection still answers a ping afterwards.
 
 use std::io::{Read, Write};
@@ -63,14 +64,18 @@ fn cases() -> Vec<(&'static str, i32, Vec<u8>)> {
     v.push(("deleteContainer (20) no body", 20, vec![]));
     v.push(("createSession (-10) empty", -10, vec![]));
     let mut b = Vec::new();
+    i32s(&mut b, 30000); // a CreateSessionTxn: the timeout
+    v.push(("createSession (-10) with a timeout", -10, b));
+    let mut b = Vec::new();
     jstr(&mut b, b"");
     b.push(0);
     v.push(("getData empty path", 4, b));
     v
 }
 
-/// Opens a session on a raw socket (a 45-byte handshake) and returns the socket.
-fn session(addr: SocketAddr) -> TcpStream {
+/// Opens a session on a raw socket (a 45-byte handshake); returns the socket and the body of
+/// the connect response.
+fn session(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let mut hs = Vec::new();
@@ -83,8 +88,23 @@ fn session(addr: SocketAddr) -> TcpStream {
     let mut frame = (hs.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&hs);
     s.write_all(&frame).unwrap();
-    read_frame(&mut s).expect("handshake answered");
-    s
+    let hello = read_frame(&mut s).expect("handshake answered");
+    (s, hello)
+}
+
+/// A reply that is a connect response for the session `hello` opened, said without the
+/// session's own id and password (they differ from server to server).
+fn connect_response(r: &[u8], hello: &[u8]) -> Option<String> {
+    if r.len() != 37 || r[0..4] != [0; 4] || r[8..16] != hello[8..16] {
+        return None;
+    }
+    let timeout = i32::from_be_bytes(r[4..8].try_into().unwrap());
+    let same_passwd = r[16..36] == hello[16..36];
+    Some(format!(
+        "a connect response for this session: timeout {timeout}, {} password, read-only {}",
+        if same_passwd { "its" } else { "another" },
+        r[36]
+    ))
 }
 
 /// One reply frame, or `None` at EOF, reset or timeout.
@@ -117,7 +137,7 @@ fn probe(addr: SocketAddr) -> Vec<String> {
     cases()
         .into_iter()
         .map(|(name, op, body)| {
-            let mut s = session(addr);
+            let (mut s, hello) = session(addr);
             let mut get_root = Vec::new();
             jstr(&mut get_root, b"/");
             get_root.push(0);
@@ -125,6 +145,7 @@ fn probe(addr: SocketAddr) -> Vec<String> {
             let last = zxid(&read_frame(&mut s).expect("getData / answered"));
             let reply = if send(&mut s, 7, op, &body) { read_frame(&mut s) } else { None };
             let answer = match &reply {
+                Some(r) if connect_response(r, &hello).is_some() => connect_response(r, &hello).unwrap_or_default(),
                 Some(r) if r.len() >= 16 => {
                     let xid = i32::from_be_bytes(r[0..4].try_into().unwrap());
                     let z = match zxid(r) {
@@ -165,6 +186,8 @@ fn edge_requests_answer_as_zookeeper_does() {
         "sasl (102) empty token: xid 7 zxid 0 err 0 body [ffffffff], then a ping is answered",
         "deleteContainer (20) /zookeeper: xid 7 zxid new err -8 body [], then a ping is answered",
         "createSession (-10) empty: xid 7 zxid new err -5 body [], then a ping is answered",
+        "createSession (-10) with a timeout: a connect response for this session: timeout 30000, its password, \
+         read-only 0, then a ping is answered",
     ] {
         assert!(want.iter().any(|l| l == line), "ZooKeeper no longer answers {line:?}: {want:#?}");
     }

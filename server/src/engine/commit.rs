@@ -31,6 +31,9 @@ pub(crate) enum Reply {
     /// A client's closeSession: answer it (if the flavor does); the session's end closes the
     /// connection.
     Close { conn: u64, xid: i32 },
+    /// A client's createSession with a body (zookeeper flavor): the connect response for its
+    /// own session again (`internal_ops`).
+    SessionAgain { conn: u64 },
     /// The server's own write (expiry, container and TTL collection): nobody waits.
     Internal,
 }
@@ -299,6 +302,24 @@ impl Engine {
                 tracing::info!(session = format_args!("{id:#x}"), timeout_ms, %peer, "session opened");
                 self.done(session);
             }
+            Reply::SessionAgain { conn } => {
+                // As ZooKeeper's finishSessionInit after a client's createSession: the connect
+                // response once more (a client that sent the read-only flag is assumed: the
+                // connection does not keep which form its handshake had).
+                let passwd = self.password(session);
+                let timeout_ms = self.sessions.get(&session).map_or(0, |s| s.timeout_ms);
+                let resp = ConnectResponse {
+                    protocol_version: 0,
+                    timeout_ms,
+                    session_id: session,
+                    passwd,
+                    read_only: Some(false),
+                };
+                let mut out = bytes::BytesMut::new();
+                testkeeper_wire::frame::put_record(&mut out, &resp);
+                self.send(conn, &out);
+                self.done(session);
+            }
             Reply::Close { conn, xid } => {
                 if self.state.rules().close_is_answered {
                     self.reply(conn, xid, entry.zxid(), 0, &Response::Empty);
@@ -314,7 +335,7 @@ impl Engine {
         let w = self.waiting.remove(&origin)?;
         match w.reply {
             Reply::Client { conn, xid, started, .. } => Some((w.session, conn, xid, started)),
-            Reply::Handshake { conn, .. } | Reply::Close { conn, .. } => {
+            Reply::Handshake { conn, .. } | Reply::Close { conn, .. } | Reply::SessionAgain { conn } => {
                 self.close_conn(conn);
                 self.done_for(w.session);
                 None

@@ -151,6 +151,7 @@ impl Engine {
                 let shape = Shape { op, subs: Vec::new(), path: None };
                 self.propose(session, Decide::Fail(e), Reply::Client { conn, xid, shape, started });
             }
+            Work::SessionAgain => self.propose(session, Decide::Noop, Reply::SessionAgain { conn }),
             Work::Sasl => {
                 // SetSASLResponse with a null token: its buffer's -1 length is all the body.
                 self.reply(conn, xid, 0, 0, &Response::Number(-1));

@@ -9,8 +9,11 @@
 //!   request header included, so validation always fails: BADARGUMENTS, as an error txn that
 //!   takes a zxid.
 //! - createSession (-10): a body that does not hold a `CreateSessionTxn` is MARSHALLINGERROR,
-//!   as an error txn that takes a zxid. (A body that does makes ZooKeeper answer with a second
-//!   connect response: not reproduced, the same error is answered.)
+//!   as an error txn that takes a zxid. A body that does (its first four bytes, the timeout,
+//!   are all `PrepRequestProcessor` reads) is logged as a txn that takes a zxid, and once it
+//!   commits the connection gets a second connect response for its own session
+//!   (`ZooKeeperServer.finishSessionInit`: the negotiated timeout, the session id, its
+//!   password, the read-only flag) and stays open. The session keeps its negotiated timeout.
 
 use std::time::Instant;
 
@@ -34,6 +37,7 @@ impl Engine {
                 return Flow::Close;
             }
             Ok(OpCode::DeleteContainer) => Work::FailWrite(OpCode::DeleteContainer, ZkError::BadArguments),
+            Ok(OpCode::CreateSession) if body.len() >= 4 => Work::SessionAgain,
             Ok(OpCode::CreateSession) => Work::FailWrite(OpCode::CreateSession, ZkError::MarshallingError),
             _ => return self.unknown_op(conn, xid, op),
         };

@@ -25,6 +25,9 @@ pub(crate) enum Work {
     FailWrite(testkeeper_wire::OpCode, testkeeper_wire::ZkError),
     /// A client's sasl request, where no SASL is configured: OK with a null token, zxid 0.
     Sasl,
+    /// A client's createSession whose body holds a timeout: ZooKeeper logs it (a zxid) and
+    /// answers with a connect response for the connection's own session.
+    SessionAgain,
 }
 
 /// A request waiting for its turn.
@@ -49,7 +52,7 @@ impl Engine {
     pub(crate) fn is_write(&self, work: &Work) -> bool {
         match work {
             Work::Req(req) => self.is_write_req(req),
-            Work::FailWrite(..) => true,
+            Work::FailWrite(..) | Work::SessionAgain => true,
             Work::Fail(_) | Work::Unknown(_) | Work::Sasl => false,
         }
     }
