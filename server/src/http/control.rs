@@ -95,7 +95,7 @@ pub async fn run_line(
     match tokio::time::timeout(super::storage::OPERATION_TIMEOUT, run).await {
         Ok(Ok(o)) => match o.err {
             None => Json(json!({"result": o.out})).into_response(),
-            Some(e) => (StatusCode::BAD_REQUEST, Json(json!({"message": e, "result": o.out}))).into_response(),
+            Some(e) => (StatusCode::BAD_REQUEST, Json(json!({"message": e.to_string(), "result": o.out}))).into_response(),
         },
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"message": e}))).into_response(),
         Err(_) => (

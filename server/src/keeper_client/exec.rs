@@ -16,23 +16,61 @@ use super::path::{absolute, join};
 use super::text::{coordination_error, error_message, HELP};
 use super::Session;
 
+/// Why a statement stopped its line; each prints as keeper-client words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatementError {
+    /// The server refused a request on `path`: `Coordination error: <message>, path <path>`.
+    Request { error: ZkError, path: String },
+    /// The client failed otherwise (a timeout, a bad reply) on `path`.
+    Client { message: String, path: String },
+    /// `cd` to a node that does not exist.
+    NoSuchPath(String),
+    /// A `cp`/`mv` multi failed at op `op` on `path` for a reason other than a version race.
+    Transaction { reason: String, op: usize, path: String },
+    /// A four-letter word got no answer from `addr`.
+    FourLetterWord { word: String, addr: std::net::SocketAddr, why: String },
+}
+
+impl std::fmt::Display for StatementError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatementError::Request { error, path } => f.write_str(&coordination_error(*error, path)),
+            StatementError::Client { message, path } => write!(f, "Coordination error: {message}, path {path}"),
+            StatementError::NoSuchPath(path) => write!(f, "Path {path} does not exist"),
+            StatementError::Transaction { reason, op, path } => {
+                write!(f, "Transaction failed ({reason}): Op #{op}, path: {path}")
+            }
+            StatementError::FourLetterWord { word, addr, why } => {
+                write!(f, "four-letter word '{word}' to {addr}: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StatementError {}
+
 /// keeper-client's `cp`/`mv` gives up after this many version races (`CPMVOperation::kTryLimit`).
 const CP_MV_TRIES: u32 = 1000;
 
 /// A request's failure as keeper-client words it for `path`.
-fn failed(path: &str) -> impl Fn(ClientError) -> String + '_ {
+fn failed(path: &str) -> impl Fn(ClientError) -> StatementError + '_ {
     move |e| match e {
-        ClientError::Zk(z) => coordination_error(z, path),
-        ClientError::ConnectionLoss(_) => coordination_error(ZkError::ConnectionLoss, path),
-        other => format!("Coordination error: {other}, path {path}"),
+        ClientError::Zk(error) => StatementError::Request { error, path: path.into() },
+        ClientError::ConnectionLoss(_) => StatementError::Request { error: ZkError::ConnectionLoss, path: path.into() },
+        other => StatementError::Client { message: other.to_string(), path: path.into() },
     }
+}
+
+/// A server error on `path`, as a request would have had it.
+fn refused(error: ZkError, path: &str) -> StatementError {
+    StatementError::Request { error, path: path.into() }
 }
 
 /// Runs `cmd` on `s`, appending its output to `out`.
 ///
 /// # Errors
 /// keeper-client's message for the request that failed.
-pub async fn execute(s: &mut Session, cmd: &Command, out: &mut String) -> Result<(), String> {
+pub async fn execute(s: &mut Session, cmd: &Command, out: &mut String) -> Result<(), StatementError> {
     let abs = |p: &str| absolute(&s.cwd, p);
     let c = &s.client;
     match cmd {
@@ -48,7 +86,7 @@ pub async fn execute(s: &mut Session, cmd: &Command, out: &mut String) -> Result
             if c.exists(&path, false).await.map_err(failed(&path))?.is_some() {
                 s.cwd = path;
             } else {
-                return Err(format!("Path {path} does not exist"));
+                return Err(StatementError::NoSuchPath(path));
             }
         }
         Command::Set { path, value, version } => {
@@ -146,7 +184,7 @@ pub async fn execute(s: &mut Session, cmd: &Command, out: &mut String) -> Result
 /// Visits `root` and every node under it breadth-first, children in name order, with each
 /// node's number of children. A node deleted meanwhile is skipped, as keeper-client's
 /// `tryGetChildren` does.
-async fn walk(c: &Client, root: &str, mut visit: impl FnMut(&str, usize)) -> Result<(), String> {
+async fn walk(c: &Client, root: &str, mut visit: impl FnMut(&str, usize)) -> Result<(), StatementError> {
     let mut queue = VecDeque::from([root.to_string()]);
     let mut first = true;
     while let Some(p) = queue.pop_front() {
@@ -164,7 +202,7 @@ async fn walk(c: &Client, root: &str, mut visit: impl FnMut(&str, usize)) -> Res
 }
 
 /// (nodes in the subtree, path) for `root` and every node under it.
-async fn subtree_sizes(c: &Client, root: &str) -> Result<Vec<(u64, String)>, String> {
+async fn subtree_sizes(c: &Client, root: &str) -> Result<Vec<(u64, String)>, StatementError> {
     let mut order: Vec<(String, Vec<String>)> = Vec::new();
     let mut queue = VecDeque::from([root.to_string()]);
     while let Some(p) = queue.pop_front() {
@@ -188,10 +226,10 @@ async fn subtree_sizes(c: &Client, root: &str) -> Result<Vec<(u64, String)>, Str
 
 /// `rmr`: the subtree, children before parents, if it has at most `limit` nodes; a bigger one
 /// is refused with NOTEMPTY and nothing deleted, as Keeper's removeRecursive with a limit.
-async fn remove_recursive(c: &Client, root: &str, limit: u64) -> Result<(), String> {
+async fn remove_recursive(c: &Client, root: &str, limit: u64) -> Result<(), StatementError> {
     let mut all = subtree_sizes(c, root).await?;
     if all.len() as u64 > limit {
-        return Err(coordination_error(ZkError::NotEmpty, root));
+        return Err(refused(ZkError::NotEmpty, root));
     }
     // Deepest first.
     all.sort_by_key(|(_, p)| std::cmp::Reverse(p.matches('/').count()));
@@ -206,7 +244,7 @@ async fn remove_recursive(c: &Client, root: &str, limit: u64) -> Result<(), Stri
 
 /// `cp`/`mv`: a multi of check(src, version), create(dest, data) and, for `mv`, delete(src,
 /// version), retried while the source's version moves under it.
-async fn copy(c: &Client, src: &str, dest: &str, remove_src: bool) -> Result<(), String> {
+async fn copy(c: &Client, src: &str, dest: &str, remove_src: bool) -> Result<(), StatementError> {
     for _ in 0..CP_MV_TRIES {
         let (data, st) = c.get_data(src, false).await.map_err(failed(src))?;
         let mut ops = vec![
@@ -230,16 +268,16 @@ async fn copy(c: &Client, src: &str, dest: &str, remove_src: bool) -> Result<(),
             None => return Ok(()),
             Some((_, Some(ZkError::BadVersion))) => continue,
             Some((i, e)) => {
-                let what = e.map_or_else(|| "unknown error".to_string(), |e| error_message(e).to_string());
-                return Err(format!("Transaction failed ({what}): Op #{i}, path: {}", paths[i]));
+                let reason = e.map_or_else(|| "unknown error".to_string(), |e| error_message(e).to_string());
+                return Err(StatementError::Transaction { reason, op: i, path: paths[i].into() });
             }
         }
     }
-    Err(coordination_error(ZkError::BadVersion, src))
+    Err(refused(ZkError::BadVersion, src))
 }
 
 /// A four-letter word on a connection of its own (the server closes it after answering).
-async fn four_letter_word(s: &Session, word: &str) -> Result<String, String> {
+async fn four_letter_word(s: &Session, word: &str) -> Result<String, StatementError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let talk = async {
         let mut conn = tokio::net::TcpStream::connect(s.addr).await?;
@@ -250,14 +288,18 @@ async fn four_letter_word(s: &Session, word: &str) -> Result<String, String> {
     };
     match tokio::time::timeout(s.op_timeout, talk).await {
         Ok(Ok(a)) => Ok(a),
-        Ok(Err(e)) => Err(format!("four-letter word '{word}' to {}: {e}", s.addr)),
-        Err(_) => Err(format!("four-letter word '{word}' to {}: no answer within {:?}", s.addr, s.op_timeout)),
+        Ok(Err(e)) => Err(StatementError::FourLetterWord { word: word.into(), addr: s.addr, why: e.to_string() }),
+        Err(_) => Err(StatementError::FourLetterWord {
+            word: word.into(),
+            addr: s.addr,
+            why: format!("no answer within {:?}", s.op_timeout),
+        }),
     }
 }
 
 /// `delete_stale_backups`: every backup under /clickhouse/backups without an `alive*` stage
 /// node is removed; the lines are keeper-client's (a `std::filesystem::path` prints quoted).
-async fn delete_stale_backups(c: &Client, out: &mut String) -> Result<(), String> {
+async fn delete_stale_backups(c: &Client, out: &mut String) -> Result<(), StatementError> {
     let root = "/clickhouse/backups";
     let mut backups = c.get_children(root, false).await.map_err(failed(root))?;
     backups.sort();

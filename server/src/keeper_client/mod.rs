@@ -19,8 +19,26 @@ use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Output {
     pub out: String,
-    pub err: Option<String>,
+    pub err: Option<LineError>,
 }
+
+/// Why a line stopped: it did not parse, or a statement failed. Prints as keeper-client does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    Syntax(parse::SyntaxError),
+    Statement(exec::StatementError),
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Syntax(e) => e.fmt(f),
+            LineError::Statement(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
 
 /// A connected session and its working path.
 pub struct Session {
@@ -65,11 +83,11 @@ impl Session {
     pub async fn run(&mut self, line: &str) -> Output {
         let mut o = Output::default();
         match parse::parse(line) {
-            Err(e) => o.err = Some(e.to_string()),
+            Err(e) => o.err = Some(LineError::Syntax(e)),
             Ok(cmds) => {
                 for cmd in cmds {
                     if let Err(e) = exec::execute(self, &cmd, &mut o.out).await {
-                        o.err = Some(e);
+                        o.err = Some(LineError::Statement(e));
                         break;
                     }
                 }
