@@ -64,7 +64,7 @@ pub struct ClusterArgs {
 }
 
 fn parse_peer_list(s: &str) -> Result<BTreeMap<NodeId, String>, String> {
-    let peers = parse_peers(s)?;
+    let peers = parse_peers(s).map_err(|e| e.to_string())?;
     for (id, addr) in &peers {
         check_host_port(addr).map_err(|e| format!("peer {id}: {e}"))?;
     }

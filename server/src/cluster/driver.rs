@@ -138,6 +138,19 @@ impl Drop for DriverHandle {
     }
 }
 
+/// Why a driver did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// raft-rs refused the node's configuration (`cluster/timing.rs`).
+    #[error("raft configuration: {0}")]
+    Config(raft::Error),
+    /// raft-rs refused to build the node over its storage.
+    #[error("raft node: {0}")]
+    Node(raft::Error),
+    #[error("spawning the raft thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// Starts node `cfg.id`'s driver over `store`, applying to the engine behind `shared` (whose
 /// state is at `applied`).
 ///
@@ -151,7 +164,7 @@ pub fn spawn(
     shared: &Arc<Shared>,
     tx: flume::Sender<Input>,
     rx: flume::Receiver<Input>,
-) -> Result<DriverHandle, String> {
+) -> Result<DriverHandle, DriverError> {
     // Entries applied on the leader's stored copy before a restart are committed.
     store.commit_at_least(applied);
     let stored_first = store.stored_before_sending();
@@ -162,8 +175,8 @@ pub fn spawn(
     // sends only to say that its commit index moved (`driver/ahead.rs`); the next append or
     // heartbeat carries the index anyway.
     rc.skip_bcast_commit = stored_first && ahead_on;
-    rc.validate().map_err(|e| format!("raft configuration: {e}"))?;
-    let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(|e| format!("raft node: {e}"))?;
+    rc.validate().map_err(DriverError::Config)?;
+    let node = RawNode::new(&rc, store, &super::logger::logger(cfg.id)).map_err(DriverError::Node)?;
     let fresh = node.raft.term == 0 && node.raft.raft_log.last_index() == 0;
     let ahead = ahead::Ahead::new(ahead_on);
     let early_campaigns = if fresh { super::timing::early_campaigns(cfg) } else { Vec::new() };
@@ -204,7 +217,7 @@ pub fn spawn(
         let thread = std::thread::Builder::new()
             .name(format!("testkeeper-raft-{}", cfg.id))
             .spawn(move || d.run())
-            .map_err(|e| format!("spawning the raft thread: {e}"))?;
+            .map_err(DriverError::Thread)?;
         Runs::Thread(thread)
     };
     Ok(DriverHandle { tx, paused, runs })

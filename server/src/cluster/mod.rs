@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 
 use testkeeper_core::propose::Proposal;
 
-pub use driver::{spawn, Driver, DriverHandle};
+pub use driver::{spawn, Driver, DriverError, DriverHandle};
 pub use info::{FollowerInfo, RaftInfo, DEFAULT_STALE_LOG_GAP};
 pub use message::Msg;
 pub use replica::NodeStatus;
@@ -166,26 +166,35 @@ impl Link {
     }
 }
 
+/// Why a peer list does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeersError {
+    #[error("peer '{0}' is not ID=HOST:PORT")]
+    NotIdEqualsAddress(String),
+    #[error("peer id '{0}' is not a positive number")]
+    BadId(String),
+    #[error("peer id {0} appears twice")]
+    Repeated(NodeId),
+    #[error("no peers given")]
+    Empty,
+}
+
 /// Parses `1=host:port,2=host:port,...` (Keeper's `raft_configuration`, flattened).
 ///
 /// # Errors
 /// A member without `=`, an id that is not a positive number, or a repeated id.
-pub fn parse_peers(s: &str) -> Result<BTreeMap<NodeId, String>, String> {
+pub fn parse_peers(s: &str) -> Result<BTreeMap<NodeId, String>, PeersError> {
     let mut peers = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (id, addr) = part.split_once('=').ok_or_else(|| format!("peer '{part}' is not ID=HOST:PORT"))?;
-        let id: NodeId = id
-            .trim()
-            .parse()
-            .ok()
-            .filter(|i| *i > 0)
-            .ok_or_else(|| format!("peer id '{id}' is not a positive number"))?;
+        let (id, addr) = part.split_once('=').ok_or_else(|| PeersError::NotIdEqualsAddress(part.into()))?;
+        let id: NodeId =
+            id.trim().parse().ok().filter(|i| *i > 0).ok_or_else(|| PeersError::BadId(id.trim().into()))?;
         if peers.insert(id, addr.trim().to_string()).is_some() {
-            return Err(format!("peer id {id} appears twice"));
+            return Err(PeersError::Repeated(id));
         }
     }
     if peers.is_empty() {
-        return Err("no peers given".into());
+        return Err(PeersError::Empty);
     }
     Ok(peers)
 }
@@ -199,10 +208,11 @@ mod tests {
         let p = parse_peers("1=127.0.0.1:1, 2=localhost:2,3=[::1]:3").unwrap();
         assert_eq!(p.len(), 3);
         assert_eq!(p[&2], "localhost:2");
-        assert!(parse_peers("1=a:1,1=b:2").is_err());
-        assert!(parse_peers("x=a:1").is_err());
-        assert!(parse_peers("0=a:1").is_err());
-        assert!(parse_peers("1").is_err());
-        assert!(parse_peers("").is_err());
+        assert_eq!(parse_peers("1=a:1,1=b:2"), Err(PeersError::Repeated(1)));
+        assert_eq!(parse_peers("x=a:1"), Err(PeersError::BadId("x".into())));
+        assert_eq!(parse_peers("0=a:1"), Err(PeersError::BadId("0".into())));
+        assert_eq!(parse_peers("1"), Err(PeersError::NotIdEqualsAddress("1".into())));
+        assert_eq!(parse_peers(""), Err(PeersError::Empty));
+        assert_eq!(parse_peers("1=a:1,1=b:2").unwrap_err().to_string(), "peer id 1 appears twice");
     }
 }

@@ -77,7 +77,8 @@ impl Node {
         engine.join_cluster(Replica::new(Link { node: cc.id, tx: tx.clone() }));
         let shared = Shared::new(cfg, engine);
         attach(cc.id, tx.clone());
-        let driver = driver::spawn(cc, store, applied, net, &shared, tx, rx).map_err(invalid)?;
+        let driver = driver::spawn(cc, store, applied, net, &shared, tx, rx)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let (stop, _) = watch::channel(false);
         let tasks = crate::net::serve(listener, &shared, &stop);
         Ok(Node { id: cc.id, shared, driver, addr, stop, tasks, peers: cc.peers.clone() })
