@@ -75,7 +75,8 @@ pub async fn run_with(
             (Control::Cluster(c), addrs, format!("embedded {nodes}-node {} cluster{broken}", cfg.flavor))
         }
         TargetSpec::External { addrs, admin } => {
-            let admins = admin.iter().map(|a| AdminClient::new(a)).collect::<Result<Vec<_>, _>>()?;
+            let admins =
+                admin.iter().map(|a| AdminClient::new(a)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
             let text = addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",");
             let control = if admins.is_empty() { Control::Plain } else { Control::Admin(admins) };
             (control, addrs.clone(), text)

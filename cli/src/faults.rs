@@ -111,7 +111,7 @@ async fn execute(args: FaultsArgs) -> Result<(), Failure> {
     let Some(url) = args.admin.as_deref() else {
         return Err(Failure { code: 2, message: "--admin ADDR (or $TESTKEEPER_ADMIN) is required".into() });
     };
-    let admin = AdminClient::new(url).map_err(|message| Failure { code: 2, message })?;
+    let admin = AdminClient::new(url).map_err(|e| Failure { code: 2, message: e.to_string() })?;
     let json = args.json;
     let show = |body: &str| {
         if json {

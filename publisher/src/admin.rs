@@ -41,7 +41,7 @@ impl Admin {
     /// # Errors
     /// Another scheme, or a path after the authority.
     pub fn new(url: &str) -> Result<Admin, String> {
-        Ok(Admin { client: AdminClient::new(url)? })
+        Ok(Admin { client: AdminClient::new(url).map_err(|e| e.to_string())? })
     }
 
     /// Installs `rule`; returns its id.

@@ -20,6 +20,18 @@ pub const FLAG_NAMES: [&str; 11] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureFlags(u16);
 
+/// A feature flag name Keeper does not have (the name as given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFeature(pub String);
+
+impl std::fmt::Display for UnknownFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown feature flag '{}' (known: {})", self.0, FLAG_NAMES.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownFeature {}
+
 impl FeatureFlags {
     /// Keeper's default: filtered_list and multi_read (KeeperContext.cpp).
     pub fn keeper_default() -> FeatureFlags {
@@ -40,11 +52,9 @@ impl FeatureFlags {
     ///
     /// # Errors
     /// An unknown flag name.
-    pub fn set(&mut self, name: &str, on: bool) -> Result<(), String> {
-        let i = FLAG_NAMES
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(name))
-            .ok_or_else(|| format!("unknown feature flag '{name}' (known: {})", FLAG_NAMES.join(", ")))?;
+    pub fn set(&mut self, name: &str, on: bool) -> Result<(), UnknownFeature> {
+        let i =
+            FLAG_NAMES.iter().position(|n| n.eq_ignore_ascii_case(name)).ok_or_else(|| UnknownFeature(name.into()))?;
         if on {
             self.0 |= 1 << i;
         } else {
@@ -57,7 +67,7 @@ impl FeatureFlags {
     ///
     /// # Errors
     /// An unknown flag name.
-    pub fn parse(spec: &str) -> Result<FeatureFlags, String> {
+    pub fn parse(spec: &str) -> Result<FeatureFlags, UnknownFeature> {
         let mut f = FeatureFlags(0);
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item {

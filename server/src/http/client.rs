@@ -33,6 +33,11 @@ impl std::fmt::Display for AdminError {
 
 impl std::error::Error for AdminError {}
 
+/// An admin URL that is not `http://HOST:PORT` (the URL as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("admin URL must be http://HOST:PORT, got '{0}'")]
+pub struct AdminUrlError(pub String);
+
 /// An admin endpoint, `http://HOST:PORT`.
 #[derive(Debug, Clone)]
 pub struct AdminClient {
@@ -44,10 +49,10 @@ impl AdminClient {
     ///
     /// # Errors
     /// Another scheme, or a path after the authority.
-    pub fn new(url: &str) -> Result<AdminClient, String> {
+    pub fn new(url: &str) -> Result<AdminClient, AdminUrlError> {
         let rest = url.trim().strip_prefix("http://").unwrap_or(url.trim()).trim_end_matches('/');
         if rest.is_empty() || rest.contains('/') || rest.contains("://") {
-            return Err(format!("admin URL must be http://HOST:PORT, got '{url}'"));
+            return Err(AdminUrlError(url.to_string()));
         }
         Ok(AdminClient { authority: rest.to_string() })
     }
