@@ -24,25 +24,46 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")))
 }
 
+/// Why a JSON body is not a fault rule; each names the field (`what` quotes the JSON given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonRuleError {
+    #[error("expected a JSON object such as {{\"kind\":\"delay\",\"ms\":100}}, got {0}")]
+    NotAnObject(String),
+    #[error("give either \"rule\" (the text grammar) or \"kind\" with its keys, not both")]
+    RuleAndKind,
+    #[error("\"rule\" must be a string, got {0}")]
+    RuleNotAString(String),
+    #[error("\"kind\" must be a string, got {0}")]
+    KindNotAString(String),
+    #[error("a JSON rule needs \"kind\" (or \"rule\" with the text grammar)")]
+    NoKind,
+    #[error("\"op\" lists op names, got {0}")]
+    OpNotAName(String),
+    #[error("\"{key}\" must be a string or a number, got {what}")]
+    BadValue { key: String, what: String },
+    #[error("\"{key}\": '{text}' holds a comma")]
+    Comma { key: String, text: String },
+}
+
 /// A JSON rule as the text grammar: `{"rule": TEXT}`, or `{"kind": K, key: value...}` where a
 /// value is a string, a number, or (for `op`) a list of op names.
 ///
 /// # Errors
-/// A message naming what is not a rule.
-pub fn rule_from_json(v: &Value) -> Result<String, String> {
+/// What is not a rule, naming the field.
+pub fn rule_from_json(v: &Value) -> Result<String, JsonRuleError> {
     let Some(obj) = v.as_object() else {
-        return Err(format!("expected a JSON object such as {{\"kind\":\"delay\",\"ms\":100}}, got {v}"));
+        return Err(JsonRuleError::NotAnObject(v.to_string()));
     };
     if let Some(rule) = obj.get("rule") {
         if obj.len() > 1 {
-            return Err("give either \"rule\" (the text grammar) or \"kind\" with its keys, not both".into());
+            return Err(JsonRuleError::RuleAndKind);
         }
-        return rule.as_str().map(str::to_string).ok_or_else(|| format!("\"rule\" must be a string, got {rule}"));
+        return rule.as_str().map(str::to_string).ok_or_else(|| JsonRuleError::RuleNotAString(rule.to_string()));
     }
     let kind = match obj.get("kind") {
         Some(Value::String(k)) => k.clone(),
-        Some(other) => return Err(format!("\"kind\" must be a string, got {other}")),
-        None => return Err("a JSON rule needs \"kind\" (or \"rule\" with the text grammar)".into()),
+        Some(other) => return Err(JsonRuleError::KindNotAString(other.to_string())),
+        None => return Err(JsonRuleError::NoKind),
     };
     let mut params = Vec::new();
     for (key, value) in obj.iter().filter(|(k, _)| *k != "kind") {
@@ -51,13 +72,13 @@ pub fn rule_from_json(v: &Value) -> Result<String, String> {
             Value::Number(n) => n.to_string(),
             Value::Array(items) if key == "op" => items
                 .iter()
-                .map(|i| i.as_str().map(str::to_string).ok_or_else(|| format!("\"op\" lists op names, got {i}")))
+                .map(|i| i.as_str().map(str::to_string).ok_or_else(|| JsonRuleError::OpNotAName(i.to_string())))
                 .collect::<Result<Vec<_>, _>>()?
                 .join("|"),
-            other => return Err(format!("\"{key}\" must be a string or a number, got {other}")),
+            other => return Err(JsonRuleError::BadValue { key: key.clone(), what: other.to_string() }),
         };
         if text.contains(',') && key != "path" {
-            return Err(format!("\"{key}\": '{text}' holds a comma"));
+            return Err(JsonRuleError::Comma { key: key.clone(), text });
         }
         params.push(format!("{key}={text}"));
     }
@@ -149,10 +170,14 @@ mod tests {
             r(json!({"kind": "error", "code": "CONNECTIONLOSS", "path": "/a/{b,c}"})).unwrap(),
             "error:code=CONNECTIONLOSS,path=/a/{b,c}"
         );
-        assert!(r(json!(["x"])).unwrap_err().contains("expected a JSON object"));
-        assert!(r(json!({"ms": 1})).unwrap_err().contains("needs \"kind\""));
-        assert!(r(json!({"kind": "delay", "ms": true})).unwrap_err().contains("\"ms\" must be"));
-        assert!(r(json!({"rule": "x", "kind": "y"})).unwrap_err().contains("not both"));
-        assert!(r(json!({"kind": "delay", "op": "a,b"})).unwrap_err().contains("comma"));
+        assert_eq!(r(json!(["x"])), Err(JsonRuleError::NotAnObject("[\"x\"]".into())));
+        assert!(r(json!(["x"])).unwrap_err().to_string().contains("expected a JSON object"));
+        assert_eq!(r(json!({"ms": 1})), Err(JsonRuleError::NoKind));
+        assert!(r(json!({"ms": 1})).unwrap_err().to_string().contains("needs \"kind\""));
+        let bad = JsonRuleError::BadValue { key: "ms".into(), what: "true".into() };
+        assert_eq!(r(json!({"kind": "delay", "ms": true})), Err(bad.clone()));
+        assert!(bad.to_string().contains("\"ms\" must be"));
+        assert_eq!(r(json!({"rule": "x", "kind": "y"})), Err(JsonRuleError::RuleAndKind));
+        assert!(r(json!({"kind": "delay", "op": "a,b"})).unwrap_err().to_string().contains("comma"));
     }
 }
