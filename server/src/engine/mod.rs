@@ -222,8 +222,12 @@ impl Engine {
             stop_reason: None,
             disk: None,
         };
-        engine.disk =
-            engine.cfg.data_dir.clone().and_then(|d| disk::DiskGuard::new(d, engine.cfg.keep_free_space_bytes));
+        // A simulated log is not on the filesystem: guarding the real disk's free space there
+        // would only make a simulation depend on the machine it runs on.
+        let simulated = matches!(engine.cfg.log_backend, crate::config::LogBackend::Sim(_));
+        engine.disk = (engine.cfg.data_dir.clone())
+            .filter(|_| !simulated)
+            .and_then(|d| disk::DiskGuard::new(d, engine.cfg.keep_free_space_bytes));
         engine.log_info.first_index = engine.log.first_index();
         engine.proposer.set_broken_partial_multi(engine.cfg.broken == Some(crate::broken::Broken::PartialMulti));
         engine
