@@ -27,7 +27,8 @@ VENV="${TESTKEEPER_VENV:-$REPO/target/test-venv}"
 
 # libcurator-recipes-java (with its framework and client) and a JDK for javac:
 # tests/tests/curator_recipes.rs compiles tests/java/CuratorRecipes.java.
-APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-test-java default-jdk-headless junit5 curl)
+# iproute2: `ip netns` for tests/tests/partition_heal.rs (root only).
+APT_PACKAGES=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-test-java default-jdk-headless junit5 curl iproute2)
 # PyPI requirements. kazoo is pinned because the suite runner leans on its
 # test harness internals (kazoo.testing.harness.get_global_cluster), which
 # are not a public API; bump deliberately and re-check run_kazoo_suite.py.

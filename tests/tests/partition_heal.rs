@@ -153,7 +153,9 @@ fn a_leader_cut_off_for_20_s_rejoins_and_catches_up_within_seconds_of_the_heal()
         eprintln!("skipping: network namespaces need root; CI runs this test as root");
         return;
     }
-    if !env::external_prereq("python3", env::find_in_path("python3").is_some()) {
+    if !env::external_prereq("python3", env::find_in_path("python3").is_some())
+        || !env::external_prereq("iproute2's ip", env::find_in_path("ip").is_some())
+    {
         return;
     }
     let mut t = Topology::create().expect("network namespaces (root, iproute2)");
