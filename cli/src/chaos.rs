@@ -14,6 +14,7 @@ use clap::Args;
 use testkeeper_chaos::config::{parse_nemeses, Nemesis, RunConfig, TargetSpec, Workload};
 
 use crate::addr::{host_list, http_endpoint, HostList};
+use crate::exit::CliError;
 use crate::run_flags::RunFlags;
 
 /// Flags of `chaos`.
@@ -132,7 +133,7 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
     } else {
         cfg.target = TargetSpec::Embedded { nodes: a.run.nodes as usize };
     }
-    set_nemeses(&mut cfg, a.nemesis.as_deref())?;
+    set_nemeses(&mut cfg, a.nemesis.as_deref()).map_err(|e| e.to_string())?;
     Ok(cfg)
 }
 
@@ -142,16 +143,16 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
 ///
 /// # Errors
 /// A name that is not a nemesis, or one the target cannot do.
-pub fn set_nemeses(cfg: &mut RunConfig, list: Option<&str>) -> Result<(), String> {
+pub fn set_nemeses(cfg: &mut RunConfig, list: Option<&str>) -> Result<(), CliError> {
     cfg.nemeses = match list {
-        Some(s) => parse_nemeses(s)?,
+        Some(s) => parse_nemeses(s).map_err(CliError::Usage)?,
         None => Nemesis::ALL.to_vec(),
     };
     let explicit = list.is_some_and(|s| !s.split(',').any(|p| matches!(p.trim(), "all" | "faults" | "cluster")));
     let unsupported: Vec<Nemesis> = cfg.unsupported().into_iter().map(|(n, _)| n).collect();
     if explicit {
         if let Some((n, why)) = cfg.unsupported().first() {
-            return Err(format!("nemesis {n} {why}"));
+            return Err(CliError::Usage(format!("nemesis {n} {why}")));
         }
     }
     cfg.nemeses.retain(|n| !unsupported.contains(n));

@@ -14,6 +14,7 @@ use testkeeper_chaos::config::{RunConfig, TargetSpec, Workload};
 use testkeeper_chaos::sim::sweep::{self, Shard, SweepReport};
 use testkeeper_chaos::sim::{self as simulation, SimRun};
 
+use crate::exit::CliError;
 use crate::run_flags::RunFlags;
 
 /// Flags of `sim`.
@@ -64,10 +65,7 @@ pub struct SimArgs {
 pub fn run(args: SimArgs) -> ExitCode {
     let cfg = match config(&args) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("testkeeper sim: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return e.report("testkeeper sim"),
     };
     if !simulation::REPLAYS {
         eprintln!(
@@ -81,15 +79,12 @@ pub fn run(args: SimArgs) -> ExitCode {
     };
     match code {
         Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("testkeeper sim: {e}");
-            ExitCode::from(3)
-        }
+        Err(e) => e.report("testkeeper sim"),
     }
 }
 
 /// One seed: the report, the trace hash, the verdict and the replay command, in that order.
-fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, String> {
+fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, CliError> {
     println!("seed {}", cfg.seed);
     let run = match simulation::run_seed_saying(cfg, true) {
         Ok(run) => run,
@@ -98,7 +93,7 @@ fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, String> {
             println!("replay with {}", simulation::replay_command(cfg));
             return Ok(1);
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(CliError::Unreachable(e.to_string())),
     };
     print!("{}", run.report.text());
     println!("trace {}", run.trace);
@@ -119,7 +114,7 @@ fn single(args: &SimArgs, cfg: &RunConfig) -> Result<u8, String> {
 }
 
 /// A sweep: a line per seed that did not pass (as it finishes), then the summary.
-fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Result<u8, String> {
+fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Result<u8, CliError> {
     let jobs = args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize);
     let first_bad = std::sync::Mutex::new(None::<(u64, String, String)>);
     // A live count of seeds done, on a terminal only (nothing in CI or into a pipe).
@@ -152,7 +147,7 @@ fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Re
         }
     }
     if let Some(path) = &args.json {
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| CliError::Unreachable(e.to_string()))?;
         write(path, &json)?;
     }
     if let Some(path) = &args.junit {
@@ -161,9 +156,9 @@ fn sweep_run(args: &SimArgs, cfg: &RunConfig, range: std::ops::Range<u64>) -> Re
     Ok(report.exit_code())
 }
 
-fn write_run(args: &SimArgs, run: &SimRun) -> Result<(), String> {
+fn write_run(args: &SimArgs, run: &SimRun) -> Result<(), CliError> {
     if let Some(path) = &args.trace {
-        let json = serde_json::to_vec_pretty(&run.report).map_err(|e| e.to_string())?;
+        let json = serde_json::to_vec_pretty(&run.report).map_err(|e| CliError::Unreachable(e.to_string()))?;
         write(path, &json)?;
     }
     if let Some(path) = &args.html {
@@ -172,12 +167,13 @@ fn write_run(args: &SimArgs, run: &SimRun) -> Result<(), String> {
     Ok(())
 }
 
-fn write(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
-    std::fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
+/// Writes a report file; a failure leaves the run without its verdict on record (exit 3).
+fn write(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    std::fs::write(path, bytes).map_err(|e| CliError::Unreachable(format!("writing {}: {e}", path.display())))
 }
 
 /// The run the flags describe (the seed is the sweep's first until each seed is set).
-fn config(a: &SimArgs) -> Result<RunConfig, String> {
+fn config(a: &SimArgs) -> Result<RunConfig, CliError> {
     let seed = a.seeds.as_ref().map(|r| r.start).or(a.seed).unwrap_or_else(rand::random);
     let mut cfg = RunConfig::new(a.workload, seed);
     cfg.ops = a.ops;

@@ -168,7 +168,7 @@ fn run_here(cfg: &RunConfig, say: bool) -> Result<SimRun, SimError> {
     }
     let mut report = result.map_err(SimError::of_run)?;
     report.replay = replay_command(cfg);
-    let trace = trace_hash(&report).map_err(SimError::Failed)?;
+    let trace = trace_hash(&report).map_err(|e| SimError::Failed(format!("serializing the trace: {e}")))?;
     Ok(SimRun { report, trace, wall: started.elapsed() })
 }
 
@@ -188,8 +188,8 @@ fn sim_setup(c: &testkeeper_server::cluster::embed::TestKeeperCluster) {
 ///
 /// # Errors
 /// The history cannot be serialized (never for a history a run produced).
-pub fn trace_hash(report: &Report) -> Result<String, String> {
-    let bytes = serde_json::to_vec(&report.history).map_err(|e| format!("serializing the trace: {e}"))?;
+pub fn trace_hash(report: &Report) -> Result<String, serde_json::Error> {
+    let bytes = serde_json::to_vec(&report.history)?;
     let digest = Sha256::digest(&bytes);
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -24,12 +24,36 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// A `--shard` that is not `K/N` with 1 <= K <= N (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardError(pub String);
+
+impl std::fmt::Display for ShardError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "shard '{}' is not K/N with 1 <= K <= N (e.g. 3/8)", self.0)
+    }
+}
+
+impl std::error::Error for ShardError {}
+
+/// A `--seeds` that is not `A..B` with A < B, or one seed (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedsError(pub String);
+
+impl std::fmt::Display for SeedsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "seeds '{}' is not A..B (B excluded, A < B) or one seed", self.0)
+    }
+}
+
+impl std::error::Error for SeedsError {}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
+    type Err = ShardError;
 
     /// `K/N` with 1 <= K <= N.
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("shard '{s}' is not K/N with 1 <= K <= N (e.g. 3/8)");
+    fn from_str(s: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError(s.to_string());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
         if index == 0 || count == 0 || index > count {
@@ -49,8 +73,8 @@ impl std::fmt::Display for Shard {
 ///
 /// # Errors
 /// Not numbers, or an empty range.
-pub fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
-    let bad = || format!("seeds '{s}' is not A..B (B excluded, A < B) or one seed");
+pub fn parse_seeds(s: &str) -> Result<Range<u64>, SeedsError> {
+    let bad = || SeedsError(s.to_string());
     let range = match s.split_once("..") {
         Some((a, b)) => a.trim().parse().map_err(|_| bad())?..b.trim().parse().map_err(|_| bad())?,
         None => {
