@@ -10,6 +10,7 @@
 //! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
 //!   proposals).
 //! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
+//! - `gate`: asking the leader how far to catch up before this follower serves reads.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
@@ -17,6 +18,7 @@
 
 mod ahead;
 mod dedup;
+mod gate;
 mod inbox;
 mod propose;
 mod ready;
@@ -91,6 +93,12 @@ pub struct Driver {
     decided: VecDeque<Entry>,
     /// Origins of the forwarded proposals this node received, to drop copies.
     forwarded: dedup::Seen,
+    /// This node's election timeout, and when it last ticked: a longer gap closes the gate.
+    election_timeout: Duration,
+    last_tick: Instant,
+    /// The read gate's ask in flight, and the last gate id used (`driver/gate.rs`).
+    gate: Option<gate::Asking>,
+    next_gate: u64,
 }
 
 /// A running driver: its input channel, and its thread or task.
@@ -206,6 +214,11 @@ pub fn spawn(
         ahead,
         decided: VecDeque::new(),
         forwarded: dedup::Seen::default(),
+        election_timeout: Duration::from_millis(cfg.tick_ms.max(1))
+            * u32::try_from(rc.election_tick).unwrap_or(u32::MAX),
+        last_tick: Instant::now(),
+        gate: None,
+        next_gate: 0,
     };
     // The engine reports the log as it is from the start (a recovered node's applied index
     // is already in it), not zeros until the first tick.
@@ -336,8 +349,11 @@ impl Driver {
             // read (on a loaded machine every node of an embedded cluster stalls at once, and
             // re-elected for nothing).
             *next_tick = (*next_tick + self.tick).max(now);
+            let slept = now.duration_since(self.last_tick);
+            self.last_tick = now;
             self.node.tick();
             self.ticks += 1;
+            self.gate_on_tick(slept);
             self.campaign_early();
             self.on_tick();
         }

@@ -33,6 +33,7 @@ mod logger;
 pub mod message;
 pub mod net;
 pub mod node;
+mod read_gate;
 mod replica;
 mod store;
 pub mod tap;

@@ -26,6 +26,9 @@ pub struct NodeStatus {
     pub applied: u64,
     /// Why the node stopped serving, if it did.
     pub stopped: Option<String>,
+    /// A follower that has not caught up with its leader yet, and serves no read
+    /// (`cluster/read_gate.rs`).
+    pub catching_up: bool,
 }
 
 /// A zookeeper-flavor sync waiting for the leader's answer, then for this node to catch up.
@@ -65,6 +68,8 @@ pub(crate) struct Replica {
     /// created, moved by a revalidation, claimed by the first node that asks after an
     /// election; SessionTrackerImpl.checkSession, setOwner).
     pub owners: HashMap<i64, NodeId>,
+    /// Whether this follower serves reads yet (`cluster/read_gate.rs`).
+    pub gate: super::read_gate::ReadGate,
 }
 
 impl Replica {
@@ -82,6 +87,7 @@ impl Replica {
             snapshot: None,
             raft: super::RaftInfo::default(),
             owners: HashMap::new(),
+            gate: super::read_gate::ReadGate::Open,
         }
     }
 }
@@ -109,9 +115,15 @@ impl Engine {
         // driver may see a vote and the new leader's first append in one batch, never a moment
         // without a leader, where every ZooKeeper server went LOOKING in between.
         let lost = leader == 0 || (had != 0 && (had != leader || had_term != term));
-        if lost && self.state.rules().zookeeper_sessions {
-            // ZooKeeper: a server without a leader stops serving and disconnects its clients;
-            // their sessions live on if they reconnect in time.
+        if lost {
+            self.drop_zookeeper_clients();
+        }
+    }
+
+    /// ZooKeeper: a server without a leader stops serving and disconnects its clients; their
+    /// sessions live on if they reconnect in time.
+    pub(crate) fn drop_zookeeper_clients(&mut self) {
+        if self.state.rules().zookeeper_sessions {
             let conns: Vec<u64> = self.conns.keys().copied().collect();
             for c in conns {
                 self.close_conn(c);
@@ -208,8 +220,9 @@ impl Engine {
         self.finish_syncs();
     }
 
-    /// Answers the syncs this node has caught up for.
+    /// Answers the syncs this node has caught up for, and opens the read gate if it has.
     pub(crate) fn finish_syncs(&mut self) {
+        self.check_read_gate();
         let applied = self.state.last_index();
         let Some(r) = self.replica.as_mut() else { return };
         let done: Vec<u64> =
@@ -300,6 +313,7 @@ impl Engine {
             term: r.term,
             applied: self.state.last_index(),
             stopped: self.stop_reason.clone(),
+            catching_up: self.catching_up(),
         })
     }
 }

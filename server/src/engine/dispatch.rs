@@ -206,8 +206,10 @@ impl Engine {
                 let op = req.op();
                 // The path outlives the request only for the debug log line.
                 let path = tracing::enabled!(tracing::Level::DEBUG).then(|| req.path().map(str::to_string)).flatten();
-                if !self.has_leader() && !self.state.rules().zookeeper_sessions {
-                    // Keeper answers reads with CONNECTIONLOSS while there is no leader.
+                if self.catching_up() || (!self.has_leader() && !self.state.rules().zookeeper_sessions) {
+                    // Keeper answers reads with CONNECTIONLOSS while there is no leader; a
+                    // follower catching up with its leader answers them so too, rather than
+                    // from a stale tree (cluster/read_gate.rs).
                     self.reply(conn, xid, self.state.zxid(), ZkError::ConnectionLoss.code(), &Response::Empty);
                 } else {
                     self.local(conn, session, xid, req);

@@ -82,9 +82,13 @@ impl Engine {
         // ZooKeeper 3.8 appends the readOnly byte only for a client that sent one: a 44-byte
         // ConnectRequest ("old client", e.g. ClickHouse) gets a 36-byte reply, as from Keeper.
         let read_only = if zk && req.read_only.is_some() { Some(false) } else { None };
-        if !self.has_leader() {
+        if !self.has_leader() || self.catching_up() {
             if zk {
-                return Handshake::Refuse("this server has no leader");
+                return Handshake::Refuse(if self.has_leader() {
+                    "this server is catching up with its leader"
+                } else {
+                    "this server has no leader"
+                });
             }
             // Keeper: "Ignoring user request, because the server is not active yet": protocol 42
             // with the negotiated timeout and session id 0 (KeeperTCPHandler::sendHandshake). A

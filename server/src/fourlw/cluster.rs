@@ -41,7 +41,9 @@ pub fn server_state(e: &Engine) -> &'static str {
 pub fn readiness(e: &Engine) -> (&'static str, bool, bool) {
     let role = server_state(e);
     let has_leader = e.has_leader() && e.stop_reason.is_none();
-    let ready = e.stop_reason.is_none() && (role == "leader" || role == "standalone" || has_leader);
+    // A follower catching up with its leader serves no read yet: not ready.
+    let ready =
+        e.stop_reason.is_none() && (role == "leader" || role == "standalone" || (has_leader && !e.catching_up()));
     (role, has_leader, ready)
 }
 

@@ -46,6 +46,9 @@ impl Driver {
                 self.net.send(self.id, from, Msg::SyncAnswer { id, index });
             }
             Msg::SyncAnswer { id, index } => {
+                if self.gate_answered(id, index) {
+                    return;
+                }
                 if let Some(s) = self.shared.upgrade() {
                     s.engine().sync_answered(id, index);
                 }

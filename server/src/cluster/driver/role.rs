@@ -116,7 +116,9 @@ impl Driver {
             self.lead_start = self.node.raft.raft_log.last_index();
         }
         if let Some(s) = self.shared.upgrade() {
-            s.engine().role_changed(role, leader, term);
+            let mut e = s.engine();
+            e.role_changed(role, leader, term);
+            self.gate_on_role(&mut e);
         }
         if role != Role::Leader && leader != 0 {
             // Forward what waited for a leader.

@@ -144,7 +144,8 @@ impl TestKeeperCluster {
             .map(|s| s.id)
     }
 
-    /// Waits until a leader is known to every running node.
+    /// Waits until a leader is known to every running node, and every follower has caught up
+    /// with it (serves reads).
     ///
     /// # Errors
     /// `TimedOut` when none emerges in `within`.
@@ -152,7 +153,7 @@ impl TestKeeperCluster {
         let until = Instant::now() + within;
         loop {
             if let Some(l) = self.leader() {
-                if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.leader == l) {
+                if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.leader == l && !s.catching_up) {
                     return Ok(l);
                 }
             }
