@@ -118,6 +118,8 @@ enum Runs {
 impl DriverHandle {
     /// Stops the driver and waits until it has.
     pub async fn stop(&mut self) {
+        // A paused driver reads no input: it would never see the Stop.
+        self.paused.store(false, Ordering::Release);
         let _ = self.tx.send(Input::Stop);
         match std::mem::replace(&mut self.runs, Runs::Stopped) {
             Runs::Thread(t) => {

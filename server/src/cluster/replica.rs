@@ -281,6 +281,9 @@ impl Engine {
             self.refused(origin, ZkError::ConnectionLoss.code());
         }
         info!(index, "the state was replaced by the leader's snapshot");
+        // The snapshot may take this node past what a sync or the read gate waits for, with no
+        // entry applied after it to say so.
+        self.finish_syncs();
         Ok(())
     }
 

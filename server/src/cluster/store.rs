@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use protobuf::Message as _;
 use raft::eraftpb::{self, ConfState, Entry as RaftEntry, EntryType, Snapshot};
 use raft::{GetEntriesContext, RaftState, StorageError};
 use testkeeper_core::codec::{decode_entry, encode_entry, CodecError};
@@ -107,14 +108,58 @@ impl Tail {
         self.entries.drain(..drop_n.min(self.entries.len()));
     }
 
-    /// Entries `low..high`, if all of them are here.
-    fn get(&self, low: u64, high: u64) -> Option<Vec<RaftEntry>> {
+    /// Entries `low..high` within `budget`, if all of them are here.
+    fn get(&self, low: u64, high: u64, budget: &mut Budget) -> Option<Vec<RaftEntry>> {
         let f = self.first()?;
         let last = f + self.entries.len() as u64;
-        (low >= f && high <= last)
-            .then(|| self.entries.range((low - f) as usize..(high - f) as usize).cloned().collect())
+        (low >= f && high <= last).then(|| {
+            let range = self.entries.range((low - f) as usize..(high - f) as usize);
+            range.take_while(|e| budget.take(e)).cloned().collect()
+        })
     }
 }
+
+/// A snapshot's shared body as the bytes of a Raft message.
+struct ArcBody(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for ArcBody {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// raft-rs's size bound on one read of entries (`raft::util::limit_size`): the first entry
+/// always, then entries while their total size stays within `max`. Applied while reading, not
+/// after: a leader reads a lagging follower's next append from `next..last + 1`, and reading
+/// all of that to keep 64 KiB of it was the whole cost of catching up a follower 90,000
+/// entries behind (about 100 MB read per append; the leader's driver stood still for seconds
+/// and the healthy follower elected itself).
+struct Budget {
+    max: u64,
+    used: u64,
+    taken: usize,
+}
+
+impl Budget {
+    fn new(max: Option<u64>) -> Budget {
+        Budget { max: max.unwrap_or(raft::NO_LIMIT), used: 0, taken: 0 }
+    }
+
+    /// Whether `e` fits; counts it if it does.
+    fn take(&mut self, e: &RaftEntry) -> bool {
+        let used = self.used.saturating_add(u64::from(e.compute_size()));
+        if self.taken > 0 && used > self.max {
+            return false;
+        }
+        (self.used, self.taken) = (used, self.taken + 1);
+        true
+    }
+}
+
+/// Entries read from the log at a time while a [`Budget`] is left: the first read is small
+/// (most appends hold a few entries), then doubles.
+const FIRST_READ: u64 = 16;
+const LARGEST_READ: u64 = 4096;
 
 impl RaftStore {
     /// A store over `log` for a cluster of `voters`; `snap` is the newest snapshot, if any.
@@ -270,11 +315,21 @@ impl raft::Storage for RaftStore {
         if high > self.last() + 1 {
             return Err(raft::Error::Store(StorageError::Unavailable));
         }
-        let mut out = match self.tail.get(low, high) {
-            Some(out) => out,
-            None => self.log.entries(low, high).map_err(storage)?.iter().map(to_raft).collect(),
-        };
-        raft::util::limit_size(&mut out, max_size.into());
+        let mut budget = Budget::new(max_size.into());
+        if let Some(out) = self.tail.get(low, high, &mut budget) {
+            return Ok(out);
+        }
+        let (mut out, mut next, mut chunk) = (Vec::new(), low, FIRST_READ);
+        while next < high {
+            let to = (next + chunk).min(high);
+            for e in self.log.entries(next, to).map_err(storage)?.iter().map(to_raft) {
+                if !budget.take(&e) {
+                    return Ok(out);
+                }
+                out.push(e);
+            }
+            (next, chunk) = (to, (chunk * 2).min(LARGEST_READ));
+        }
         Ok(out)
     }
 
@@ -301,7 +356,9 @@ impl raft::Storage for RaftStore {
         let Some(s) = self.snap.as_ref().filter(|s| s.index >= request_index) else {
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
         };
-        let mut snap = Snapshot { data: Bytes::from(s.body.as_ref().clone()), ..Default::default() };
+        // Shared, not copied: a large tree's snapshot is hundreds of MB, and the leader's
+        // driver builds this message on its own thread.
+        let mut snap = Snapshot { data: Bytes::from_owner(ArcBody(s.body.clone())), ..Default::default() };
         let meta = snap.mut_metadata();
         (meta.index, meta.term) = (s.index, s.term);
         meta.set_conf_state(self.conf.clone());
@@ -361,8 +418,30 @@ mod tests {
         }
         assert_eq!(s.tail.entries.len(), TAIL);
         assert_eq!(s.tail.first(), Some(n + 1 - TAIL as u64));
-        assert!(s.tail.get(1, 10).is_none());
+        assert!(s.tail.get(1, 10, &mut Budget::new(None)).is_none());
         assert_eq!(read(&s, 1, 10), from_log(&s, 1, 10));
         assert_eq!(read(&s, n - 5, n + 1), from_log(&s, n - 5, n + 1));
+    }
+
+    /// A size-bounded read stops at the bound, from the tail and from the log alike, as raft-rs's
+    /// `limit_size` would cut it (the first entry always comes).
+    #[test]
+    fn a_bounded_read_stops_at_its_size_from_the_tail_and_from_the_log() {
+        let mut s = RaftStore::new(Box::new(MemLog::new(usize::MAX, 0)), vec![1, 2, 3], None).expect("store");
+        let n = TAIL as u64 * 3;
+        for from in (1..=n).step_by(100) {
+            s.append(&raft_noops(from, (from + 100).min(n + 1), 1), None).expect("append");
+        }
+        let ctx = || GetEntriesContext::empty(false);
+        let one = u64::from(to_raft(&Entry::noop(1, 1)).compute_size());
+        for low in [1, n - 50] {
+            let mut all = s.entries(low, n + 1, None, ctx()).expect("held");
+            raft::util::limit_size(&mut all, Some(one * 10));
+            let bounded = s.entries(low, n + 1, one * 10, ctx()).expect("held");
+            // Later indexes take more bytes, so fewer than 10 of them fit.
+            assert!((2..=10).contains(&bounded.len()), "from {low}: {}", bounded.len());
+            assert_eq!(bounded, all, "from {low}");
+            assert_eq!(s.entries(low, n + 1, 0, ctx()).expect("held").len(), 1, "the first entry always comes");
+        }
     }
 }

@@ -43,6 +43,16 @@ pub fn early_campaigns(cfg: &ClusterConfig) -> Vec<u64> {
     }
 }
 
+/// Bytes of entries in one append (raft-rs's `max_size_per_msg`; one entry larger than this
+/// still goes alone).
+pub const MAX_APPEND_BYTES: u64 = 64 * 1024;
+/// Appends sent to a follower and not acknowledged yet (raft-rs's `max_inflight_msgs`). With
+/// [`MAX_APPEND_BYTES`] this bounds what a leader has in flight to one follower to about 4 MiB.
+/// It was 256 appends of 1 MiB: a follower back from a pause made the leader build and queue
+/// 256 MiB on one acknowledgement, its driver stood still for longer than an election timeout,
+/// and the healthy follower elected itself (docs/cluster.md, "A follower far behind").
+pub const MAX_APPENDS_IN_FLIGHT: usize = 64;
+
 /// raft-rs's configuration for node `cfg.id`, whose state machine is at `applied`.
 pub fn raft_config(cfg: &ClusterConfig, applied: u64) -> Config {
     let e = cfg.election_ticks + election_offset(cfg);
@@ -55,8 +65,8 @@ pub fn raft_config(cfg: &ClusterConfig, applied: u64) -> Config {
         applied,
         check_quorum: true,
         pre_vote: true,
-        max_size_per_msg: 1 << 20,
-        max_inflight_msgs: 256,
+        max_size_per_msg: MAX_APPEND_BYTES,
+        max_inflight_msgs: MAX_APPENDS_IN_FLIGHT,
         ..Config::default()
     }
 }

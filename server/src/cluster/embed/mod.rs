@@ -68,6 +68,21 @@ impl TestKeeperCluster {
     /// # Errors
     /// A port cannot be bound, or a data directory does not recover.
     pub async fn start(n: usize, cfg: ServerConfig, seed: u64) -> io::Result<TestKeeperCluster> {
+        Self::start_with_tick(n, cfg, seed, ClusterConfig::new(0, BTreeMap::new()).tick_ms).await
+    }
+
+    /// [`start`](Self::start) with a Raft tick of `tick_ms` instead of the default: the election
+    /// timeout scales with it (`--raft-tick-ms`). A test whose nodes run slowly (a debug build
+    /// catching up a large log) keeps its elections for real failures with a longer tick.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub async fn start_with_tick(
+        n: usize,
+        cfg: ServerConfig,
+        seed: u64,
+        tick_ms: u64,
+    ) -> io::Result<TestKeeperCluster> {
         let net = MemNet::new(seed);
         // Inside a simulation (`testkeeper sim`) every node runs on the simulation's thread and
         // clock: drivers as tasks, time from the paused runtime, from the same start in every
@@ -88,6 +103,7 @@ impl TestKeeperCluster {
             }
             let mut cc = ClusterConfig::new(id, peers.clone());
             cc.seed = ClusterConfig::node_seed(seed, id);
+            cc.tick_ms = tick_ms;
             if simulated {
                 cc.driver_runtime = Some(tokio::runtime::Handle::current());
             }
@@ -167,14 +183,15 @@ impl TestKeeperCluster {
         }
     }
 
-    /// Waits until every running node has applied `index`.
+    /// Waits until every running node has applied `index` and serves reads (no follower is
+    /// still catching up with its leader).
     ///
     /// # Errors
     /// `TimedOut` when some node has not in `within`.
     pub async fn await_applied(&self, index: u64, within: Duration) -> io::Result<()> {
         let until = Instant::now() + within;
         loop {
-            if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.applied >= index) {
+            if self.statuses().iter().filter(|s| s.stopped.is_none()).all(|s| s.applied >= index && !s.catching_up) {
                 return Ok(());
             }
             if Instant::now() > until {
