@@ -88,10 +88,10 @@ fn regression_zookeeper_seed_375_a_damaged_length_looked_like_a_torn_write() {
     assert!(run.report.results.iter().any(|r| r.checker == "corruption-detected"));
 }
 
-/// A full disk stops the node on its next write; emptied, the node restarts and catches up,
-/// and nothing acknowledged is lost.
+/// A full disk stops no node: it refuses writes and takes no entries until emptied, then
+/// catches up, and nothing acknowledged is lost.
 #[test]
-fn a_full_disk_stops_a_node_and_it_comes_back_when_emptied() {
+fn a_full_disk_stops_no_node_and_it_catches_up_when_emptied() {
     let run = run_seed(&with_nemeses(Workload::Set, 2, "disk-full")).unwrap();
     assert!(run.report.passed(), "{}", run.report.text());
     let events: Vec<&str> = run.report.history.nemesis.iter().map(|e| e.detail.as_str()).collect();

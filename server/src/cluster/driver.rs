@@ -10,6 +10,7 @@
 //! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
 //!   proposals).
 //! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
+//! - `disk`: a disk below its margin: writes refused, leadership handed on, entries dropped.
 //! - `gate`: asking the leader how far to catch up before this follower serves reads.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
@@ -18,6 +19,7 @@
 
 mod ahead;
 mod dedup;
+mod disk;
 mod gate;
 mod inbox;
 mod propose;
@@ -99,6 +101,10 @@ pub struct Driver {
     /// The read gate's ask in flight, and the last gate id used (`driver/gate.rs`).
     gate: Option<gate::Asking>,
     next_gate: u64,
+    /// The disk guard's last answer (`driver/disk.rs`), and whether this low episode's
+    /// leadership hand-off is done.
+    disk_low: bool,
+    handed_off: bool,
 }
 
 /// A running driver: its input channel, and its thread or task.
@@ -221,6 +227,8 @@ pub fn spawn(
         last_tick: Instant::now(),
         gate: None,
         next_gate: 0,
+        disk_low: false,
+        handed_off: false,
     };
     // The engine reports the log as it is from the start (a recovered node's applied index
     // is already in it), not zeros until the first tick.

@@ -11,6 +11,11 @@
 //! each about three times over, measured on tmpfs) can cross the margin within one interval.
 //! It decides only whether a request is admitted, never what an entry does, so the state
 //! machine stays deterministic.
+//!
+//! A cluster node's driver asks the guard too, every tick (`cluster/driver/disk.rs`): a leader
+//! below the margin refuses proposals and hands its leadership on; a follower stops taking
+//! entries and serves no read until there is room and it has caught up. Under `testkeeper sim`
+//! the guard reads the simulated disk instead of the filesystem.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -20,10 +25,17 @@ use tracing::{info, warn};
 /// How stale a free-space reading may be.
 const RECHECK: Duration = Duration::from_millis(200);
 
+/// Where the free space is read.
+#[derive(Debug)]
+enum Source {
+    Fs(PathBuf),
+    Sim(crate::log::sim::SimDisk),
+}
+
 /// The guard of one data directory.
 #[derive(Debug)]
 pub(crate) struct DiskGuard {
-    dir: PathBuf,
+    source: Source,
     keep: u64,
     checked: Option<Instant>,
     /// Free bytes at the last reading.
@@ -36,27 +48,57 @@ pub(crate) struct DiskGuard {
 impl DiskGuard {
     /// A guard that keeps `keep` bytes free on `dir`'s filesystem (0: no guard).
     pub(crate) fn new(dir: PathBuf, keep: u64) -> Option<DiskGuard> {
-        (keep > 0).then_some(DiskGuard { dir, keep, checked: None, free: u64::MAX, low: false, refused: 0 })
+        Self::over(Source::Fs(dir), keep)
+    }
+
+    /// A guard of a simulated disk (`log/sim`): low while the simulation has filled it.
+    pub(crate) fn simulated(disk: crate::log::sim::SimDisk, keep: u64) -> Option<DiskGuard> {
+        Self::over(Source::Sim(disk), keep)
+    }
+
+    fn over(source: Source, keep: u64) -> Option<DiskGuard> {
+        (keep > 0).then_some(DiskGuard { source, keep, checked: None, free: u64::MAX, low: false, refused: 0 })
     }
 
     /// Whether writes must be refused now; logs each change.
     pub(crate) fn low(&mut self) -> bool {
-        let now = Instant::now();
-        let roomy = self.free / 4 >= self.keep;
-        if roomy && self.checked.is_some_and(|t| now.duration_since(t) < RECHECK) {
-            return self.low;
-        }
-        self.checked = Some(now);
-        // A filesystem that cannot be asked keeps the last answer.
-        let Ok(free) = fs2::available_space(&self.dir) else { return self.low };
+        let free = match &self.source {
+            // No wall clock and no filesystem: a simulation must not depend on either.
+            Source::Sim(disk) => {
+                if disk.is_full() {
+                    0
+                } else {
+                    u64::MAX
+                }
+            }
+            Source::Fs(dir) => {
+                let now = Instant::now();
+                let roomy = self.free / 4 >= self.keep;
+                if roomy && self.checked.is_some_and(|t| now.duration_since(t) < RECHECK) {
+                    return self.low;
+                }
+                self.checked = Some(now);
+                // A filesystem that cannot be asked keeps the last answer.
+                let Ok(free) = fs2::available_space(dir) else { return self.low };
+                free
+            }
+        };
         self.free = free;
         let low = free < self.keep;
         if low != self.low {
+            let dir = match &self.source {
+                Source::Fs(d) => d.display().to_string(),
+                Source::Sim(_) => "(simulated disk)".to_string(),
+            };
             if low {
-                warn!(dir = %self.dir.display(), free, keep = self.keep,
-                    "free space below --keep-free-space-bytes: refusing writes (NOTREADONLY) until there is room");
+                warn!(
+                    dir,
+                    free,
+                    keep = self.keep,
+                    "free space below --keep-free-space-bytes: refusing writes (NOTREADONLY) until there is room"
+                );
             } else {
-                info!(dir = %self.dir.display(), free, "free space is back: taking writes again");
+                info!(dir, free, "free space is back: taking writes again");
             }
             self.low = low;
         }
@@ -66,6 +108,13 @@ impl DiskGuard {
     /// Whether writes are being refused, as of the last check (for `mntr`).
     pub(crate) fn is_low(&self) -> bool {
         self.low
+    }
+}
+
+impl super::Engine {
+    /// Whether the data directory's disk is below its margin now (false without a guard).
+    pub(crate) fn disk_low_now(&mut self) -> bool {
+        self.disk.as_mut().is_some_and(DiskGuard::low)
     }
 }
 

@@ -222,12 +222,13 @@ impl Engine {
             stop_reason: None,
             disk: None,
         };
-        // A simulated log is not on the filesystem: guarding the real disk's free space there
-        // would only make a simulation depend on the machine it runs on.
-        let simulated = matches!(engine.cfg.log_backend, crate::config::LogBackend::Sim(_));
-        engine.disk = (engine.cfg.data_dir.clone())
-            .filter(|_| !simulated)
-            .and_then(|d| disk::DiskGuard::new(d, engine.cfg.keep_free_space_bytes));
+        // A simulated log is not on the filesystem: its guard reads the simulated disk, as
+        // guarding the real disk's free space would make a simulation depend on the machine.
+        let keep = engine.cfg.keep_free_space_bytes;
+        engine.disk = match &engine.cfg.log_backend {
+            crate::config::LogBackend::Sim(d) => disk::DiskGuard::simulated(d.clone(), keep),
+            _ => engine.cfg.data_dir.clone().and_then(|d| disk::DiskGuard::new(d, keep)),
+        };
         engine.log_info.first_index = engine.log.first_index();
         engine.proposer.set_broken_partial_multi(engine.cfg.broken == Some(crate::broken::Broken::PartialMulti));
         engine

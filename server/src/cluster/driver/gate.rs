@@ -37,7 +37,14 @@ impl Driver {
     /// Closes the gate under a new id and asks the leader; `drop_clients`: the zookeeper
     /// flavor's clients are disconnected, as by a ZooKeeper follower whose leader link timed
     /// out (a role change has already done that where it had to).
-    fn close_gate(&mut self, e: &mut crate::engine::Engine, drop_clients: bool) {
+    pub(super) fn close_gate(&mut self, e: &mut crate::engine::Engine, drop_clients: bool) {
+        if self.disk_low {
+            // It takes no entries, so it would never catch up: closed until there is room
+            // (`driver/disk.rs` asks then).
+            self.gate = None;
+            e.close_read_gate(0, drop_clients);
+            return;
+        }
         self.next_gate += 1;
         let id = GATE_BIT | self.next_gate;
         self.gate = Some(Asking { id, at: Instant::now() });

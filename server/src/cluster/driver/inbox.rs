@@ -19,6 +19,9 @@ impl Driver {
                 if matches!(m.get_msg_type(), MsgAppend | MsgHeartbeat) && m.term >= self.node.raft.term {
                     self.leader_commit = self.leader_commit.max(m.commit);
                 }
+                if self.dropped_for_disk(m.get_msg_type()) {
+                    return;
+                }
                 let held = if stored { ahead::held_by_sender(&m) } else { None };
                 match self.node.step(m) {
                     Ok(()) => self.ahead.leader_holds(held),

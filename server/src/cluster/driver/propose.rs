@@ -44,6 +44,9 @@ impl Driver {
     /// As the ready leader: decide the entry against the committed state plus everything
     /// this leader proposed, and propose it.
     pub(super) fn decide(&mut self, origin: u64, session: i64, proposal: Proposal) {
+        if self.refused_for_disk(origin, &proposal) {
+            return;
+        }
         let Some(shared) = self.shared.upgrade() else { return };
         let entry = {
             let mut e = shared.engine();

@@ -23,8 +23,10 @@ impl Driver {
         let (touched, snap) = {
             let mut e = shared.engine();
             e.set_raft_info(info);
+            self.disk_on_tick(&mut e);
             (e.take_touched(), e.newest_snapshot())
         };
+        self.disk_hand_off();
         if !touched.is_empty() && self.role != Role::Leader && self.leader != 0 {
             self.net.send(self.id, self.leader, Msg::Touch { sessions: touched });
         }

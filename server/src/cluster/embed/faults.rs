@@ -26,9 +26,11 @@ impl TestKeeperCluster {
         self.slots.get(&id).is_some_and(|slot| slot.clock.jump(ms))
     }
 
-    /// Fills node `id`'s simulated disk (`full`), or empties it: while full, the node's next
-    /// append or flush fails, and the node stops, as it does on a real disk's ENOSPC
-    /// (docs/persistence.md). Returns whether the node has a simulated disk.
+    /// Fills node `id`'s simulated disk (`full`) down to the server's margin, or empties it:
+    /// while full, the node's disk guard says so (a leader refuses writes and hands its
+    /// leadership on, a follower takes no entries), and an append past the margin fails as
+    /// ENOSPC does, stopping the node (docs/persistence.md). Returns whether the node has a
+    /// simulated disk.
     pub fn fill_disk(&self, id: NodeId, full: bool) -> bool {
         match self.slots.get(&id).map(|s| &s.cfg.log_backend) {
             Some(LogBackend::Sim(disk)) => {

@@ -37,11 +37,18 @@ struct Disk {
     /// state, index).
     lie: bool,
     asked: Option<(usize, HardState, u64)>,
-    /// No space left: every append and sync fails, as ENOSPC would, until cleared.
+    /// Free space below the server's margin (`--keep-free-space-bytes`): the disk guard sees
+    /// it, and appends take from `room` until it runs out.
     full: bool,
+    /// Bytes still free while `full`: an append that does not fit fails, as ENOSPC would.
+    room: usize,
 }
 
-/// What an append or a sync on a full simulated disk fails with.
+/// What a full simulated disk still takes: the margin a real server keeps free, for what was
+/// already on its way to the disk when the guard saw the disk fill.
+pub const SIM_MARGIN: usize = 64 * 1024;
+
+/// What an append on a full simulated disk fails with.
 fn no_space() -> LogError {
     LogError::Io { what: "no space left on device (the simulated disk is full)".into() }
 }
@@ -97,9 +104,16 @@ impl SimDisk {
         self.disk().synced_index
     }
 
-    /// Fills the disk (`true`): appends and syncs fail until it is emptied again (`false`).
+    /// Fills the disk (`true`) down to [`SIM_MARGIN`] bytes, the margin the server's disk guard
+    /// keeps: appends beyond that fail until the disk is emptied again (`false`).
     pub fn set_full(&self, full: bool) {
-        self.disk().full = full;
+        let mut d = self.disk();
+        (d.full, d.room) = (full, SIM_MARGIN);
+    }
+
+    /// Whether free space is below the margin (what the server's disk guard reads).
+    pub fn is_full(&self) -> bool {
+        self.disk().full
     }
 
     /// Flips one bit of byte `offset` of the log stream (a test of corruption in the middle).
@@ -161,7 +175,7 @@ struct SimSyncer {
 impl Syncer for SimSyncer {
     fn sync(&self) -> Result<u64, LogError> {
         let mut d = self.disk.disk();
-        if d.full {
+        if d.full && d.room == 0 {
             return Err(no_space());
         }
         if d.lie {
@@ -260,7 +274,15 @@ impl Log for SimLog {
     fn append(&mut self, entries: &[Entry], hard: HardState) -> Result<(), LogError> {
         let mut d = self.disk.disk();
         if d.full {
-            return Err(no_space());
+            let mut need = Vec::new();
+            for e in entries {
+                record::encode(e, &mut need);
+            }
+            if need.len() > d.room {
+                d.room = 0;
+                return Err(no_space());
+            }
+            d.room -= need.len();
         }
         for e in entries {
             assert_eq!(e.index(), self.last + 1, "invariant: log appends are contiguous");

@@ -1,0 +1,71 @@
+//! A cluster node whose disk is below its margin (`--keep-free-space-bytes`,
+//! `engine/disk.rs`) stays up instead of failing on ENOSPC. Read every tick:
+//! - as the leader it refuses client writes with NOTREADONLY, as a standalone server does, and
+//!   hands its leadership once to the follower with the most of the log, so a cluster whose
+//!   other disks have room goes on taking writes;
+//! - as a follower it steps no entries (appends and snapshots from the leader are dropped, as if
+//!   lost on the way; heartbeats are still answered, so it stands for no election) and serves
+//!   no read, its tree falling behind;
+//! - once there is room again, a follower closes the read gate anew (`driver/gate.rs`), catches
+//!   up, and serves again.
+//!
+//! Session entries and the leader's own empty entries still go through: they are small, and
+//! the margin is there for them.
+
+use raft::eraftpb::MessageType;
+use testkeeper_core::propose::Proposal;
+use testkeeper_wire::ZkError;
+use tracing::{info, warn};
+
+use super::super::Role;
+use super::Driver;
+
+impl Driver {
+    /// Each tick, under the engine's lock: reads the guard and acts on a change.
+    pub(super) fn disk_on_tick(&mut self, e: &mut crate::engine::Engine) {
+        let low = e.disk_low_now();
+        if low == self.disk_low {
+            return;
+        }
+        self.disk_low = low;
+        if low {
+            warn!(
+                node = self.id,
+                role = self.role.name(),
+                "disk below its margin: refusing writes and entries until there is room"
+            );
+            self.handed_off = false;
+            if self.role == Role::Follower {
+                // Asks nobody while low: only room on the disk (then a new ask) opens it.
+                self.close_gate(e, false);
+            }
+        } else {
+            info!(node = self.id, "disk has room again: taking entries and writes");
+            if self.role == Role::Follower && self.leader != 0 {
+                self.close_gate(e, false);
+            }
+        }
+    }
+
+    /// After the tick's lock: a leader on a low disk hands its leadership on, once per episode.
+    pub(super) fn disk_hand_off(&mut self) {
+        if self.disk_low && self.role == Role::Leader && !self.handed_off && self.peers.len() > 1 {
+            self.handed_off = true;
+            self.transfer_leader(0);
+        }
+    }
+
+    /// Whether proposal `p` is refused for want of disk (a client write on a low leader).
+    pub(super) fn refused_for_disk(&mut self, origin: u64, p: &Proposal) -> bool {
+        if !self.disk_low || !matches!(p, Proposal::Write { .. }) {
+            return false;
+        }
+        self.refuse(origin, ZkError::NotReadOnly.code());
+        true
+    }
+
+    /// Whether a raft message is dropped for want of disk (entries a low follower cannot store).
+    pub(super) fn dropped_for_disk(&self, t: MessageType) -> bool {
+        self.disk_low && matches!(t, MessageType::MsgAppend | MessageType::MsgSnapshot)
+    }
+}
