@@ -116,10 +116,12 @@ impl StatFields {
 pub struct DigestPrefix(SipHasher24);
 
 impl DigestPrefix {
-    /// The state after `path` and `data` (empty data is skipped, as Keeper does).
+    /// The state after `path` and `data` (empty data is skipped, as Keeper does). The path's
+    /// bytes are those it stands for (a raw byte kept as an escape is hashed as that byte,
+    /// `testkeeper_wire::rawstr`), as Keeper hashes its `std::string`.
     pub fn new(path: &str, data: &[u8]) -> DigestPrefix {
         let mut h = SipHasher24::new_with_keys(0, 0);
-        h.write(path.as_bytes());
+        h.write(&testkeeper_wire::rawstr::raw_bytes(path));
         if !data.is_empty() {
             h.write(data);
         }
@@ -215,5 +217,32 @@ mod tests {
         let ttl = DigestInput { ttl: 100, ..input };
         assert_ne!(node_digest(&empty), node_digest(&input));
         assert_ne!(node_digest(&ttl), node_digest(&input));
+    }
+
+    /// A path holding a byte that is not UTF-8 (kept as an escape) hashes as that byte, as
+    /// Keeper hashes its `std::string`; other paths hash as their UTF-8.
+    #[test]
+    fn a_raw_path_byte_hashes_as_the_byte() {
+        let stat = StatFields {
+            czxid: 1,
+            mzxid: 1,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            num_children: 0,
+            pzxid: 1,
+            ttl: 0,
+        };
+        let raw = testkeeper_wire::rawstr::from_raw(b"/\xc3x");
+        assert_ne!(raw.as_bytes(), b"/\xc3x");
+        let mut h = SipHasher24::new_with_keys(0, 0);
+        h.write(b"/\xc3x");
+        h.write(b"d");
+        let by_bytes = DigestPrefix(h).finish(&stat);
+        assert_eq!(DigestPrefix::new(&raw, b"d").finish(&stat), by_bytes);
+        assert_ne!(DigestPrefix::new("/\u{fffd}x", b"d").finish(&stat), by_bytes);
     }
 }

@@ -49,3 +49,29 @@ async fn keeper_refuses_only_an_empty_name_and_has_no_empty_path() {
     }
     assert_eq!(c.get_data("", false).await, Err(ClientError::Zk(ZkError::NoNode)));
 }
+
+/// Keeper keeps a path's bytes as they came (`std::string`): a name that is not UTF-8 is
+/// created, listed and read back byte for byte. The zookeeper flavor decodes it as ZooKeeper's
+/// Java reader does (U+FFFD), so its create is BADARGUMENTS (tests/tests/zk_request_edges.rs
+/// compares that with a live ZooKeeper). The client keeps raw bytes as `rawstr` escapes, and a
+/// server that sent an escape's own UTF-8 instead of the byte would read back as four escapes,
+/// so string equality here is byte equality on the wire.
+#[tokio::test]
+async fn keeper_keeps_a_paths_raw_bytes_and_zookeeper_replaces_them() {
+    let raw = testkeeper_wire::rawstr::from_raw(b"/\xc3\xff-x");
+    assert_eq!(testkeeper_wire::rawstr::raw_bytes(&raw).as_ref(), b"/\xc3\xff-x");
+    let tk = server(Flavor::Keeper, Clock::System).await;
+    let c = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+    assert_eq!(c.create(&raw, b"v", &Acl::open(), 0).await.as_deref(), Ok(raw.as_str()));
+    assert!(c.get_children("/", false).await.unwrap().contains(&raw[1..].to_string()));
+    assert_eq!(c.get_data(&raw, false).await.unwrap().0, b"v");
+    let child = format!("{raw}/\u{e9}");
+    assert_eq!(c.create(&child, b"", &Acl::open(), 0).await.as_deref(), Ok(child.as_str()));
+    assert!(c.exists("/\u{fffd}-x", false).await.unwrap().is_none(), "stored as U+FFFD");
+    assert!(c.exists("/\u{fffd}\u{fffd}-x", false).await.unwrap().is_none(), "stored as U+FFFD");
+
+    let zk = server(Flavor::Zookeeper, Clock::System).await;
+    let c = Client::connect(zk.addr(), ConnectOptions::default()).await.unwrap();
+    assert_eq!(c.create(&raw, b"v", &Acl::open(), 0).await, BAD);
+    assert!(c.get_children("/", false).await.unwrap().iter().all(|n| n == "zookeeper"));
+}

@@ -50,6 +50,8 @@ pub trait Decode: Sized {
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
     buf: &'a [u8],
+    /// What [`string`](Self::string) does with bytes that are not UTF-8 (`rawstr`).
+    invalid: crate::rawstr::Invalid,
 }
 
 fn short<T>(_: nom::Err<nom::error::Error<&[u8]>>, what: &'static str) -> Result<T, DecodeError> {
@@ -59,7 +61,13 @@ fn short<T>(_: nom::Err<nom::error::Error<&[u8]>>, what: &'static str) -> Result
 impl<'a> Reader<'a> {
     /// A reader over `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf }
+        Reader { buf, invalid: crate::rawstr::Invalid::Escape }
+    }
+
+    /// A reader over `buf` whose strings treat bytes that are not UTF-8 as `invalid` says
+    /// (the zookeeper flavor reads its clients' requests with `Replace`).
+    pub fn with_invalid(buf: &'a [u8], invalid: crate::rawstr::Invalid) -> Self {
+        Reader { buf, invalid }
     }
 
     /// Bytes not yet consumed.
@@ -166,16 +174,18 @@ impl<'a> Reader<'a> {
         self.buffer(what).map(Some)
     }
 
-    /// Reads a `ustring`; null reads as empty. Bytes that are not UTF-8 become U+FFFD, as
-    /// jute's Java reader (`new String(bytes, UTF_8)`) makes them: ZooKeeper then answers a
-    /// read of such a path NONODE and refuses to create it (BADARGUMENTS: U+FFFD is outside
-    /// `PathUtils.validatePath`'s range) instead of failing the request.
+    /// Reads a `ustring`; null reads as empty. Bytes that are not UTF-8 are kept as escapes
+    /// (`rawstr`: Keeper keeps a path's bytes as they are), or, in a reader made with
+    /// `Invalid::Replace`, become U+FFFD as jute's Java reader (`new String(bytes, UTF_8)`)
+    /// makes them: ZooKeeper then answers a read of such a path NONODE and refuses to create
+    /// it (BADARGUMENTS: U+FFFD is outside `PathUtils.validatePath`'s range) instead of
+    /// failing the request.
     ///
     /// # Errors
     /// Truncated or BadLength.
     pub fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
         let raw = self.len_prefixed(what)?;
-        Ok(String::from_utf8_lossy(raw).into_owned())
+        Ok(crate::rawstr::decode(raw, self.invalid))
     }
 
     /// Reads a `vector<T>`; null reads as empty.
@@ -231,9 +241,9 @@ pub fn put_opt_bytes(out: &mut BytesMut, v: Option<&[u8]>) {
     }
 }
 
-/// Writes a `ustring`.
+/// Writes a `ustring`: the bytes it stands for (an escape as its raw byte, `rawstr`).
 pub fn put_str(out: &mut BytesMut, v: &str) {
-    put_bytes(out, v.as_bytes());
+    put_bytes(out, &crate::rawstr::raw_bytes(v));
 }
 
 /// Writes a `vector<T>`.
@@ -306,6 +316,11 @@ mod tests {
         put_i32(&mut out, -7);
         assert!(matches!(Reader::new(&out).string("s"), Err(DecodeError::BadLength { .. })));
         let bad = [0, 0, 0, 3, b'/', 0xff, 0xc3];
-        assert_eq!(Reader::new(&bad).string("s").unwrap(), "/\u{fffd}\u{fffd}");
+        assert_eq!(
+            Reader::with_invalid(&bad, crate::rawstr::Invalid::Replace).string("s").unwrap(),
+            "/\u{fffd}\u{fffd}"
+        );
+        // By default a byte that is not UTF-8 is kept (as its `rawstr` escape).
+        assert_eq!(Reader::new(&bad).string("s").unwrap(), "/\u{10ffff}\u{10ffc3}");
     }
 }

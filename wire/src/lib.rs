@@ -27,6 +27,7 @@ pub mod frame;
 pub mod fuzzing;
 pub mod jute;
 pub mod opcode;
+pub mod rawstr;
 pub mod request;
 pub mod response;
 

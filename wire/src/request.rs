@@ -133,7 +133,16 @@ impl Request {
     /// # Errors
     /// `UnknownOpCode` for opcodes the codec does not know, or any record error.
     pub fn decode_body(op: i32, body: &[u8]) -> Result<Request, DecodeError> {
-        let mut r = Reader::new(body);
+        Self::decode_body_as(op, body, crate::rawstr::Invalid::Escape)
+    }
+
+    /// [`decode_body`](Self::decode_body), with strings' bytes that are not UTF-8 treated as
+    /// `invalid` says (`rawstr`).
+    ///
+    /// # Errors
+    /// As [`decode_body`](Self::decode_body).
+    pub fn decode_body_as(op: i32, body: &[u8], invalid: crate::rawstr::Invalid) -> Result<Request, DecodeError> {
+        let mut r = Reader::with_invalid(body, invalid);
         let req = Self::decode_from(op, &mut r)?;
         // Trailing bytes are ignored, as ZooKeeper's jute reader does; the frame length already
         // bounded them.

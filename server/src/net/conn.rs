@@ -13,6 +13,7 @@ use bytes::{Buf, BytesMut};
 use testkeeper_wire::frame::{four_letter_word, split_frame};
 use testkeeper_wire::jute::{Decode, Reader};
 use testkeeper_wire::net::{ReadHalf, Stream};
+use testkeeper_wire::rawstr::Invalid;
 use testkeeper_wire::records::connect::ConnectRequest;
 use testkeeper_wire::records::header::RequestHeader;
 use testkeeper_wire::{DecodeError, Request};
@@ -141,14 +142,20 @@ pub async fn run(
     engine.disconnect(conn);
 }
 
-/// Decodes one request frame body (after the length prefix).
-fn decode(frame: &[u8]) -> Decoded {
+/// Decodes one request frame body (after the length prefix). Strings' bytes that are not
+/// UTF-8 are kept (keeper flavor: Keeper keeps a path's bytes) or become U+FFFD (zookeeper
+/// flavor, as ZooKeeper's Java decoding makes them); `testkeeper_wire::rawstr`.
+fn decode(frame: &[u8], flavor: Flavor) -> Decoded {
     let mut r = Reader::new(frame);
     let h = match RequestHeader::decode(&mut r) {
         Ok(h) => h,
         Err(e) => return Decoded::BadFrame(e),
     };
-    match Request::decode_body(h.op, r.remaining()) {
+    let invalid = match flavor {
+        Flavor::Keeper => Invalid::Escape,
+        Flavor::Zookeeper => Invalid::Replace,
+    };
+    match Request::decode_body_as(h.op, r.remaining(), invalid) {
         Ok(req) => Decoded::Req(h.xid, req),
         // Rare, and some of them ZooKeeper answers from the body: keep it.
         Err(DecodeError::UnknownOpCode(op)) => Decoded::Unknown(h.xid, op, r.remaining().to_vec()),
@@ -184,7 +191,7 @@ impl Link<'_> {
         loop {
             match split_frame(self.buf, max) {
                 Ok(Some(n)) => {
-                    pending.push_back(decode(&self.buf[4..n]));
+                    pending.push_back(decode(&self.buf[4..n], self.shared.cfg.flavor));
                     self.buf.advance(n);
                 }
                 Ok(None) => break,
