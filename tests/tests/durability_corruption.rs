@@ -158,6 +158,25 @@ fn damage_refuses_to_start_naming_the_file_and_index_and_changes_nothing() {
         )],
     );
 
+    // A torn last record (which a start that succeeds drops) and a snapshot whose name says
+    // another index, found only after the log is open: the start is refused and the torn
+    // record is still there, as is everything else (opening the log writes nothing before
+    // the whole recovery has verified).
+    let (_t, dir) = copy_of(&base, "torn-and-renamed");
+    {
+        let log = SledLog::open(&dir);
+        let v = log.record(base.last);
+        log.put(base.last, &v[..v.len() / 2]);
+    }
+    let (index, file) = snapshot_files(&dir).pop().unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap().replace(&index.to_string(), &(index + 1).to_string());
+    let renamed = file.with_file_name(name);
+    std::fs::rename(&file, &renamed).unwrap();
+    refuses(
+        &dir,
+        &[renamed.display().to_string(), format!("the file name says index {}, the snapshot holds {index}", index + 1)],
+    );
+
     // A gap: a record in the middle removed.
     let (_t, dir) = copy_of(&base, "log-gap");
     SledLog::open(&dir).remove(mid);

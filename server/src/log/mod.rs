@@ -177,4 +177,14 @@ pub trait Log: Send {
     fn stored_before_sending(&self) -> bool {
         false
     }
+
+    /// Recovery verified everything (the log, the snapshot, the replay): the first write
+    /// allowed, a repair found while opening (sled: dropping a torn last record). Until then
+    /// a start that is refused has left the directory as it was.
+    ///
+    /// # Errors
+    /// The storage's failure.
+    fn finish_open(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
 }

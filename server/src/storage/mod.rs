@@ -218,7 +218,7 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
             meta
         }
     };
-    let log: Box<dyn Log> = backend.boxed();
+    let mut log: Box<dyn Log> = backend.boxed();
     let opts = testkeeper_core::state::StateOptions {
         rules: testkeeper_core::flavor::Rules::new(cfg.flavor, meta.zk_session_base)
             .for_zookeeper_version(cfg.zookeeper_version),
@@ -270,6 +270,8 @@ pub fn open(cfg: &ServerConfig, now_ms: i64, replay: Replay) -> Result<(Start, R
         }
         next = to;
     }
+    // Everything verified: only now may opening write (a refused start leaves the directory).
+    log.finish_open()?;
     info!(
         dir = %dir.display(),
         snapshot = ?recovery.snapshot.as_ref().map(|s| s.index),

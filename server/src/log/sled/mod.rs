@@ -24,24 +24,28 @@
 //! write-behind (`--fsync never`, where nobody flushes) an append writes its batch at once.
 //!
 //! # Layout
-//! - this file: [`SledLog`]: open and verify, and the [`Log`] operations.
+//! - this file: [`SledLog`] and the [`Log`] operations.
+//! - `open`: opening and verifying, and the one repair a start makes once recovery verified.
 //! - `store`: what the log and the syncer share (staged records, the write lock) and the
 //!   syncer.
 //! - `values`: keys and sealed values (entry keys, the hard state, [`Meta`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use testkeeper_core::txn::Entry;
 use tracing::warn;
 
+mod open;
 mod store;
 mod values;
 
+pub use open::Opened;
+
 use store::{SledSyncer, Store};
 pub use values::Meta;
-use values::{decode_hard, hard_bytes, index_of, io, key, sealed, unseal, HARD, META};
+use values::{hard_bytes, index_of, io, key, sealed, HARD, META};
 
 use super::chunk;
 use super::{HardState, Log, LogError, Span, Syncer};
@@ -58,45 +62,18 @@ pub struct SledLog {
     write_behind: bool,
     /// Removes the records a compaction dropped, off the engine's lock (see `compact_to`).
     compactor: Option<std::thread::JoinHandle<()>>,
+    /// A torn last record found by `open`: its chunk's key and the bytes before it, cut by
+    /// `finish_open` once recovery has verified everything (a refused start writes nothing).
+    torn: Option<(sled::IVec, usize)>,
 }
 
 /// Chunks removed per sled batch by the compactor thread.
 const COMPACT_BATCH: usize = 1024;
 
-/// A log as found on disk, with what was repaired.
-pub struct Opened {
-    pub log: SledLog,
-    /// The metadata, `None` for a database that never had any (new, or emptied).
-    pub meta: Option<Meta>,
-    /// Warnings to log: a torn last record that was dropped.
-    pub warnings: Vec<String>,
-}
-
 impl Drop for SledLog {
     fn drop(&mut self) {
         // The database must be closed before the directory is opened again (a restart).
         self.await_compactor();
-    }
-}
-
-/// Removes sled's own unfinished page-table snapshots, `snap.<lsn>.generating`, before sled
-/// opens the directory. sled writes its snapshot to that name and renames it when complete, so
-/// one left behind is always an interrupted write (a crash, a full disk); but sled 0.34 then
-/// trips over it at every later open ("empty/corrupt snapshot file found", then "Read
-/// corrupted data at file offset None"; sled issues #1527 and #1509), so a supervisor that
-/// restarts the server after a full disk bricked it. Our records are in sled's log, not in
-/// these files, and sled rebuilds its page table from the log without them.
-fn remove_unfinished_sled_snapshots(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with("snap.") && name.ends_with(".generating") {
-            let path = e.path();
-            match std::fs::remove_file(&path) {
-                Ok(()) => warn!(file = %path.display(), "removed sled's unfinished snapshot (sled issue #1527)"),
-                Err(err) => warn!(file = %path.display(), error = %err, "cannot remove sled's unfinished snapshot"),
-            }
-        }
     }
 }
 
@@ -108,93 +85,6 @@ impl SledLog {
                 warn!("the log compactor thread panicked; its records stay below the snapshot");
             }
         }
-    }
-
-    /// Opens (or creates) the database in `dir` and verifies it. With `write_behind`, appends
-    /// are staged until the syncer's next `sync` (`--fsync always`); without, each append
-    /// writes its batch at once.
-    ///
-    /// # Errors
-    /// The database cannot be opened, or it does not verify: a record other than the last
-    /// fails its checksum, indexes are not contiguous, the metadata or hard state is corrupt,
-    /// or the commit index lies beyond the log. Nothing is changed on disk then.
-    pub fn open(dir: &Path, write_behind: bool) -> Result<Opened, LogError> {
-        let name = dir.display().to_string();
-        remove_unfinished_sled_snapshots(dir);
-        let db = sled::Config::new()
-            .path(dir)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(|e| io(&format!("opening {name}"), e))?;
-        let meta = match db.get(META).map_err(|e| io("reading metadata", e))? {
-            None => None,
-            Some(v) => Some(unseal(&v).and_then(Meta::decode).ok_or_else(|| LogError::Corrupt {
-                file: name.clone(),
-                index: 0,
-                why: "the metadata record fails its checksum".into(),
-            })?),
-        };
-        let hard = match db.get(HARD).map_err(|e| io("reading the hard state", e))? {
-            None => HardState::default(),
-            Some(v) => decode_hard(&v).ok_or_else(|| LogError::Corrupt {
-                file: name.clone(),
-                index: 0,
-                why: "the hard state fails its checksum".into(),
-            })?,
-        };
-        let mut warnings = Vec::new();
-        let (mut first, mut last, mut last_term) = (0, 0, 0);
-        let mut iter = db.scan_prefix(b"e").peekable();
-        let mut entries = Vec::new();
-        while let Some(kv) = iter.next() {
-            let (k, v) = kv.map_err(|e| io("scanning the log", e))?;
-            let index = index_of(&k);
-            if last != 0 && index != last + 1 {
-                return Err(LogError::Gap { file: name, after: last, next: index });
-            }
-            if v.is_empty() {
-                return Err(LogError::Corrupt { file: name, index, why: "its chunk is empty".into() });
-            }
-            entries.clear();
-            let walked = chunk::decode(index, &v, 0, u64::MAX, &mut entries);
-            if let Some(e) = entries.last() {
-                (first, last, last_term) = (if first == 0 { index } else { first }, e.index(), e.term());
-            }
-            let Err(bad) = walked else { continue };
-            if iter.peek().is_none() && bad.torn_at_end(&v) {
-                let w = format!("{name}: the last log record (index {}) is torn ({}); dropping it", bad.index, bad.why);
-                warn!("{w}");
-                warnings.push(w);
-                let kept = &v[..bad.offset];
-                if kept.is_empty() {
-                    db.remove(&k).map_err(|e| io("dropping a torn record", e))?;
-                } else {
-                    db.insert(&k, kept).map_err(|e| io("dropping a torn record", e))?;
-                }
-                db.flush().map_err(|e| io("flushing the log", e))?;
-                break;
-            }
-            let why = match bad.why {
-                chunk::ChunkError::Misplaced { claims } => {
-                    format!("key says index {}, the record says {claims}", bad.index)
-                }
-                chunk::ChunkError::Record(r) => r.to_string(),
-            };
-            return Err(LogError::Corrupt { file: name, index: bad.index, why });
-        }
-        if first == 0 {
-            // Empty: the next entry follows the commit index (a snapshot covers the rest).
-            (first, last) = (hard.commit + 1, hard.commit);
-        }
-        if hard.commit > last {
-            let why = format!("the commit index {} lies beyond the last entry {last}", hard.commit);
-            return Err(LogError::Corrupt { file: name, index: hard.commit, why });
-        }
-        let store =
-            Arc::new(Store { db, staged: Mutex::default(), writing: Mutex::default(), appended: AtomicU64::new(last) });
-        let log =
-            SledLog { dir: dir.to_path_buf(), first, last, last_term, hard, store, write_behind, compactor: None };
-        Ok(Opened { log, meta, warnings })
     }
 
     /// Writes the metadata of a new data directory, durably.
@@ -404,5 +294,9 @@ impl Log for SledLog {
 
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::new(SledSyncer { store: self.store.clone() }))
+    }
+
+    fn finish_open(&mut self) -> Result<(), LogError> {
+        self.drop_torn()
     }
 }
