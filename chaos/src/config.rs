@@ -153,23 +153,59 @@ impl Nemesis {
     }
 }
 
-fn parse_named<T: Copy>(s: &str, all: &[T], name: fn(T) -> &'static str, what: &str) -> Result<T, String> {
-    all.iter().copied().find(|x| name(*x) == s.trim()).ok_or_else(|| {
-        let names: Vec<&str> = all.iter().map(|x| name(*x)).collect();
-        format!("unknown {what} '{s}' (expected one of: {})", names.join(", "))
+/// A workload or nemesis name that is not one of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// "workload" or "nemesis".
+    pub what: &'static str,
+    /// The name as given.
+    pub name: String,
+    /// Every known name.
+    pub known: Vec<&'static str>,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown {} '{}' (expected one of: {})", self.what, self.name, self.known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// A `--nemesis` list with an unknown name (the groups it could also have named follow).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NemesisListError(pub UnknownName);
+
+impl fmt::Display for NemesisListError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}; or a group: all, faults (server-side fault rules), cluster (kills, pauses, partitions), none",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NemesisListError {}
+
+fn parse_named<T: Copy>(s: &str, all: &[T], name: fn(T) -> &'static str, what: &'static str) -> Result<T, UnknownName> {
+    all.iter().copied().find(|x| name(*x) == s.trim()).ok_or_else(|| UnknownName {
+        what,
+        name: s.to_string(),
+        known: all.iter().map(|x| name(*x)).collect(),
     })
 }
 
 impl FromStr for Workload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Workload, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Workload, UnknownName> {
         parse_named(s, &Workload::ALL, Workload::name, "workload")
     }
 }
 
 impl FromStr for Nemesis {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Nemesis, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Nemesis, UnknownName> {
         parse_named(s, &Nemesis::ALL, Nemesis::name, "nemesis")
     }
 }
@@ -191,7 +227,7 @@ impl fmt::Display for Nemesis {
 ///
 /// # Errors
 /// An unknown name (the message lists the known ones).
-pub fn parse_nemeses(s: &str) -> Result<Vec<Nemesis>, String> {
+pub fn parse_nemeses(s: &str) -> Result<Vec<Nemesis>, NemesisListError> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part {
@@ -199,11 +235,7 @@ pub fn parse_nemeses(s: &str) -> Result<Vec<Nemesis>, String> {
             "all" => out.extend(Nemesis::ALL),
             "faults" => out.extend(Nemesis::ALL.into_iter().filter(|n| n.needs_fault_rules())),
             "cluster" => out.extend(Nemesis::ALL.into_iter().filter(|n| n.needs_cluster())),
-            name => out.push(name.parse().map_err(|e| {
-                format!(
-                    "{e}; or a group: all, faults (server-side fault rules), cluster (kills, pauses, partitions), none"
-                )
-            })?),
+            name => out.push(name.parse().map_err(NemesisListError)?),
         }
     }
     out.sort();
@@ -341,11 +373,13 @@ mod tests {
         assert_eq!(parse_nemeses("none"), Ok(vec![]));
         assert!(parse_nemeses("faults").unwrap().iter().all(|n| n.needs_fault_rules()));
         let err = parse_nemeses("bogus").unwrap_err();
+        assert_eq!(err.0.name, "bogus");
+        let err = err.to_string();
         assert!(
             err.contains("'bogus'") && ["all", "faults", "cluster", "none"].iter().all(|g| err.contains(g)),
             "{err}"
         );
-        let e = parse_nemeses("kill,partition").unwrap_err();
+        let e = parse_nemeses("kill,partition").unwrap_err().to_string();
         assert!(e.contains("'partition'") && e.contains("partition-halves"), "{e}");
     }
 

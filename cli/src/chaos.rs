@@ -145,7 +145,7 @@ fn config(workload: Workload, a: &ChaosArgs) -> Result<RunConfig, String> {
 /// A name that is not a nemesis, or one the target cannot do.
 pub fn set_nemeses(cfg: &mut RunConfig, list: Option<&str>) -> Result<(), CliError> {
     cfg.nemeses = match list {
-        Some(s) => parse_nemeses(s).map_err(CliError::Usage)?,
+        Some(s) => parse_nemeses(s).map_err(|e| CliError::Usage(e.to_string()))?,
         None => Nemesis::ALL.to_vec(),
     };
     let explicit = list.is_some_and(|s| !s.split(',').any(|p| matches!(p.trim(), "all" | "faults" | "cluster")));

@@ -84,7 +84,7 @@ pub async fn run(args: ConformArgs) -> Result<(), crate::exit::CliError> {
     let scenarios = match &args.scenarios {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("--scenarios {}: {e}", p.display()))?;
-            Some(testkeeper_conformance::parse::scenarios(&p.display().to_string(), &text)?)
+            Some(testkeeper_conformance::parse::scenarios(&p.display().to_string(), &text).map_err(|e| e.to_string())?)
         }
         None => None,
     };

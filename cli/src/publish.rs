@@ -67,7 +67,9 @@ pub async fn run(args: PublishArgs) -> Result<(), CliError> {
     if args.chaos {
         let remote = match (&args.target, args.admin.as_deref()) {
             (None, None) => None,
-            (Some(hp), Some(url)) => Some(Remote::new(hp.reachable().await, Admin::new(url)?)),
+            (Some(hp), Some(url)) => {
+                Some(Remote::new(hp.reachable().await, Admin::new(url).map_err(|e| CliError::Usage(e.to_string()))?))
+            }
             _ => return Err("--chaos against a running server needs both --target and --admin".into()),
         };
         let sweep = SweepConfig {

@@ -20,6 +20,7 @@ mod acl_spec;
 pub mod catalogue;
 pub mod diff;
 pub mod expected;
+pub mod jsonl;
 pub mod op_text;
 pub mod ops;
 pub mod parse;
@@ -98,7 +99,7 @@ pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result
     let (reference_info, golden) = match (&cfg.reference, &cfg.expect) {
         (Some(r), _) => (Some(server_info(r, None).await?), None),
         (None, Some(path)) => {
-            let (meta, lines) = transcript::read_file(path)?;
+            let (meta, lines) = transcript::read_file(path).map_err(|e| e.to_string())?;
             let info = ServerInfo { address: path.display().to_string(), flavor: meta.flavor, version: meta.server };
             let mut by: BTreeMap<String, Vec<Line>> = BTreeMap::new();
             lines.into_iter().for_each(|l| by.entry(l.scenario.clone()).or_default().push(l));

@@ -21,13 +21,39 @@ use testkeeper_wire::OpCode;
 use crate::ops::{AclSpec, Op};
 use crate::scenario::{Race, Scenario, Step};
 
+/// What is wrong with a scenario file, a step or an op, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// The file and its 1-based line, when reading a file (line 0: the scenario as a whole).
+    pub at: Option<(String, usize)>,
+    pub what: String,
+}
+
+impl SyntaxError {
+    fn plain(what: String) -> SyntaxError {
+        SyntaxError { at: None, what }
+    }
+}
+
+impl std::fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            None => f.write_str(&self.what),
+            Some((file, 0)) => write!(f, "{file}: {}", self.what),
+            Some((file, line)) => write!(f, "{file}:{line}: {}", self.what),
+        }
+    }
+}
+
+impl std::error::Error for SyntaxError {}
+
 /// Reads every scenario of one file.
 ///
 /// # Errors
 /// `file:line: what is wrong`, for the first bad line.
-pub fn scenarios(file: &str, text: &str) -> Result<Vec<Scenario>, String> {
+pub fn scenarios(file: &str, text: &str) -> Result<Vec<Scenario>, SyntaxError> {
     let mut out: Vec<Scenario> = Vec::new();
-    let at = |i: usize, e: String| format!("{file}:{}: {e}", i + 1);
+    let at = |i: usize, what: String| SyntaxError { at: Some((file.to_string(), i + 1)), what };
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || (line.starts_with('#') && !line.starts_with("##")) {
@@ -63,18 +89,20 @@ pub fn scenarios(file: &str, text: &str) -> Result<Vec<Scenario>, String> {
                     sc.placement.insert(s, n as usize);
                 }
             }
-            None => sc.steps.push(step(line).map_err(|e| at(i, e))?),
+            None => sc.steps.push(step_text(line).map_err(|e| at(i, e))?),
         }
     }
     finish(out.last(), file)?;
     Ok(out)
 }
 
-fn finish(sc: Option<&Scenario>, file: &str) -> Result<(), String> {
+fn finish(sc: Option<&Scenario>, file: &str) -> Result<(), SyntaxError> {
     let Some(sc) = sc else { return Ok(()) };
     let missing = [("about", sc.about.is_empty()), ("source", sc.source.is_empty()), ("steps", sc.steps.is_empty())];
     match missing.iter().find(|(_, m)| *m) {
-        Some((what, _)) => Err(format!("{file}: scenario {} has no {what}", sc.name)),
+        Some((what, _)) => {
+            Err(SyntaxError { at: Some((file.to_string(), 0)), what: format!("scenario {} has no {what}", sc.name) })
+        }
         None => Ok(()),
     }
 }
@@ -92,7 +120,11 @@ fn number(tok: &str) -> Result<i64, String> {
 ///
 /// # Errors
 /// What is wrong with the line.
-pub fn step(line: &str) -> Result<Step, String> {
+pub fn step(line: &str) -> Result<Step, SyntaxError> {
+    step_text(line).map_err(SyntaxError::plain)
+}
+
+fn step_text(line: &str) -> Result<Step, String> {
     let (first, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let rest = rest.trim();
     let t = Tokens::split(rest)?;
@@ -120,7 +152,7 @@ pub fn step(line: &str) -> Result<Step, String> {
                 "expire" => Step::Expire(n),
                 "resume" => Step::Resume { session: n, node },
                 "wait-gone" => Step::WaitGone(n, t.pos(0, "a path")?.to_string()),
-                _ => Step::Do(n, op(rest)?),
+                _ => Step::Do(n, op_text(rest)?),
             })
         }
     }
@@ -141,7 +173,11 @@ fn race(t: &Tokens<'_>) -> Result<Step, String> {
 ///
 /// # Errors
 /// An unknown op, a missing argument or a malformed value.
-pub fn op(text: &str) -> Result<Op, String> {
+pub fn op(text: &str) -> Result<Op, SyntaxError> {
+    op_text(text).map_err(SyntaxError::plain)
+}
+
+fn op_text(text: &str) -> Result<Op, String> {
     let t = Tokens::split(text)?;
     let path = || t.pos(0, "a path").map(str::to_string);
     let data = || t.pos(1, "data (\"...\")").and_then(quoted);
@@ -187,7 +223,7 @@ pub fn op(text: &str) -> Result<Op, String> {
             let ops = split_top(inner, ';')
                 .iter()
                 .filter(|s| !s.trim().is_empty())
-                .map(|s| op(s.trim()))
+                .map(|s| op_text(s.trim()))
                 .collect::<Result<_, _>>()?;
             if t.name() == "multi" {
                 Op::Multi(ops)
@@ -362,9 +398,12 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = scenarios("f.txt", "## a\nabout: x\nsource: y\ns0 frobnicate ~/a\n").unwrap_err();
+        assert_eq!(e.at, Some(("f.txt".to_string(), 4)));
+        let e = e.to_string();
         assert!(e.starts_with("f.txt:4:") && e.contains("unknown op"), "{e}");
-        assert!(scenarios("f.txt", "## a\nabout: x\ns0 get ~/a\n").unwrap_err().contains("no source"));
-        assert!(op("create ~/a x").unwrap_err().contains("quoted"));
-        assert!(step("s0 check ~/a").unwrap_err().contains("v=N"));
+        let e = scenarios("f.txt", "## a\nabout: x\ns0 get ~/a\n").unwrap_err();
+        assert_eq!(e.to_string(), "f.txt: scenario a has no source");
+        assert!(op("create ~/a x").unwrap_err().what.contains("quoted"));
+        assert!(step("s0 check ~/a").unwrap_err().what.contains("v=N"));
     }
 }

@@ -50,7 +50,7 @@ pub async fn replay(
     flavors_differ: bool,
     on_difference: &mut dyn FnMut(&Divergence),
 ) -> Result<ReplayReport, String> {
-    let (_meta, entries) = record::read(path)?;
+    let (_meta, entries) = record::read(path).map_err(|e| e.to_string())?;
     let mut report = ReplayReport::default();
     let mut labels = Labels::default();
     let mut live: HashMap<u64, Live> = HashMap::new();

@@ -172,20 +172,8 @@ pub fn write_file(path: &Path, meta: &Meta, lines: &[Line]) -> std::io::Result<(
 ///
 /// # Errors
 /// I/O errors, and a line that is not a transcript line (with its number).
-pub fn read_file(path: &Path) -> Result<(Meta, Vec<Line>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut meta = None;
-    let mut lines = Vec::new();
-    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(raw).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-        if let Some(m) = v.get("meta") {
-            meta = Some(serde_json::from_value(m.clone()).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
-        } else {
-            lines.push(serde_json::from_value(v).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
-        }
-    }
-    let meta = meta.ok_or_else(|| format!("{}: no meta line", path.display()))?;
-    Ok((meta, lines))
+pub fn read_file(path: &Path) -> Result<(Meta, Vec<Line>), crate::jsonl::JsonlError> {
+    crate::jsonl::read(path)
 }
 
 #[cfg(test)]

@@ -7,7 +7,28 @@
 
 use serde_json::Value;
 use testkeeper_server::faults::FaultEvent;
-use testkeeper_server::http::client::AdminClient;
+use testkeeper_server::http::client::{AdminClient, AdminError, AdminUrlError};
+
+/// Why a fault control over HTTP failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlError {
+    /// Nothing answered, or the endpoint answered with an error status (a refused rule's
+    /// status and parse error among them).
+    Request(AdminError),
+    /// A 2xx answer that is not the documented JSON: what was asked, what is wrong, the body.
+    Answer { what: &'static str, why: String, body: String },
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlError::Request(e) => e.fmt(f),
+            ControlError::Answer { what, why, body } => write!(f, "{what} answered {body:?}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
 
 /// The kinds and ops `check` compares against; `FaultEvent` holds `&'static str`, so names
 /// read back over HTTP are mapped onto these (anything else becomes "other").
@@ -40,25 +61,26 @@ impl Admin {
     ///
     /// # Errors
     /// Another scheme, or a path after the authority.
-    pub fn new(url: &str) -> Result<Admin, String> {
-        Ok(Admin { client: AdminClient::new(url).map_err(|e| e.to_string())? })
+    pub fn new(url: &str) -> Result<Admin, AdminUrlError> {
+        Ok(Admin { client: AdminClient::new(url)? })
     }
 
     /// Installs `rule`; returns its id.
     ///
     /// # Errors
     /// Unreachable, or the server refused the rule (its parse error).
-    pub async fn add_fault(&self, rule: &str) -> Result<u64, String> {
+    pub async fn add_fault(&self, rule: &str) -> Result<u64, ControlError> {
+        const WHAT: &str = "POST /api/v1/faults";
         let body = self.request("POST", "/api/v1/faults", rule).await?;
-        let v: Value = serde_json::from_str(&body).map_err(|e| format!("POST faults answered {body:?}: {e}"))?;
-        v["id"].as_u64().ok_or_else(|| format!("POST faults answered without an id: {body}"))
+        let v: Value = serde_json::from_str(&body).map_err(|e| answer(WHAT, e.to_string(), &body))?;
+        v["id"].as_u64().ok_or_else(|| answer(WHAT, "no id".into(), &body))
     }
 
     /// Removes the rule `id`.
     ///
     /// # Errors
     /// Unreachable, or no such rule.
-    pub async fn remove_fault(&self, id: u64) -> Result<(), String> {
+    pub async fn remove_fault(&self, id: u64) -> Result<(), ControlError> {
         self.request("DELETE", &format!("/api/v1/faults/{id}"), "").await.map(drop)
     }
 
@@ -66,17 +88,24 @@ impl Admin {
     ///
     /// # Errors
     /// Unreachable, or an answer that is not the documented JSON.
-    pub async fn events(&self) -> Result<Vec<FaultEvent>, String> {
+    pub async fn events(&self) -> Result<Vec<FaultEvent>, ControlError> {
+        const WHAT: &str = "GET /api/v1/faults/events";
         let body = self.request("GET", "/api/v1/faults/events", "").await?;
-        let v: Value = serde_json::from_str(&body).map_err(|e| format!("GET events answered {body:?}: {e}"))?;
-        let list = v["events"].as_array().ok_or_else(|| format!("GET events answered without events: {body}"))?;
-        list.iter().map(|e| event_from_json(e).ok_or_else(|| format!("malformed fault event {e}"))).collect()
+        let v: Value = serde_json::from_str(&body).map_err(|e| answer(WHAT, e.to_string(), &body))?;
+        let list = v["events"].as_array().ok_or_else(|| answer(WHAT, "no events".into(), &body))?;
+        list.iter()
+            .map(|e| event_from_json(e).ok_or_else(|| answer(WHAT, format!("malformed event {e}"), &body)))
+            .collect()
     }
 
     /// Sends one request; returns the body of a 2xx reply.
-    async fn request(&self, method: &str, path: &str, body: &str) -> Result<String, String> {
-        self.client.request(method, path, "text/plain", body).await.map_err(|e| e.to_string())
+    async fn request(&self, method: &str, path: &str, body: &str) -> Result<String, ControlError> {
+        self.client.request(method, path, "text/plain", body).await.map_err(ControlError::Request)
     }
+}
+
+fn answer(what: &'static str, why: String, body: &str) -> ControlError {
+    ControlError::Answer { what, why, body: body.to_string() }
 }
 
 fn known(name: &str) -> &'static str {

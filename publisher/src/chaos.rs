@@ -174,7 +174,7 @@ impl Control<'_> {
     async fn add(&self, rule: &str) -> Result<u64, String> {
         match self {
             Control::Embedded(s) => s.add_fault(rule).map_err(|e| e.to_string()),
-            Control::Http(a) => a.add_fault(rule).await,
+            Control::Http(a) => a.add_fault(rule).await.map_err(|e| e.to_string()),
         }
     }
 
@@ -182,7 +182,7 @@ impl Control<'_> {
     async fn events(&self, ids: &[u64]) -> Result<Vec<FaultEvent>, String> {
         let all = match self {
             Control::Embedded(s) => s.fault_events(),
-            Control::Http(a) => a.events().await?,
+            Control::Http(a) => a.events().await.map_err(|e| e.to_string())?,
         };
         Ok(all.into_iter().filter(|e| ids.contains(&e.rule)).collect())
     }
@@ -191,7 +191,7 @@ impl Control<'_> {
     async fn remove(&self, ids: &[u64]) -> Result<(), String> {
         if let Control::Http(a) = self {
             for id in ids {
-                a.remove_fault(*id).await?;
+                a.remove_fault(*id).await.map_err(|e| e.to_string())?;
             }
         }
         Ok(())

@@ -77,19 +77,8 @@ impl Recorder {
 ///
 /// # Errors
 /// I/O errors and lines that are not entries, with their number.
-pub fn read(path: &Path) -> Result<(Meta, Vec<Entry>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut meta = None;
-    let mut entries = Vec::new();
-    for (i, raw) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let at = |e: serde_json::Error| format!("{}:{}: {e}", path.display(), i + 1);
-        let v: Value = serde_json::from_str(raw).map_err(at)?;
-        match v.get("meta") {
-            Some(m) => meta = Some(serde_json::from_value(m.clone()).map_err(at)?),
-            None => entries.push(serde_json::from_value(v).map_err(at)?),
-        }
-    }
-    Ok((meta.ok_or_else(|| format!("{}: no meta line", path.display()))?, entries))
+pub fn read(path: &Path) -> Result<(Meta, Vec<Entry>), crate::jsonl::JsonlError> {
+    crate::jsonl::read(path)
 }
 
 /// Bytes as lowercase hex.
@@ -97,15 +86,39 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Text that is not hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HexError {
+    /// An odd number of digits.
+    OddLength(usize),
+    /// A pair that is not two hex digits, at this byte offset.
+    NotHex { at: usize, pair: String },
+}
+
+impl std::fmt::Display for HexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HexError::OddLength(n) => write!(f, "hex of odd length {n}"),
+            HexError::NotHex { at, pair } => write!(f, "hex: '{pair}' at offset {at} is not two hex digits"),
+        }
+    }
+}
+
+impl std::error::Error for HexError {}
+
 /// Lowercase or uppercase hex back to bytes.
 ///
 /// # Errors
 /// An odd length or a non-hex digit.
-pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
+pub fn unhex(s: &str) -> Result<Vec<u8>, HexError> {
     if !s.len().is_multiple_of(2) {
-        return Err(format!("hex of odd length {}", s.len()));
+        return Err(HexError::OddLength(s.len()));
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("hex: {e}"))).collect()
+    let pair = |i: usize| s.get(i..i + 2).unwrap_or("");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(pair(i), 16).map_err(|_| HexError::NotHex { at: i, pair: pair(i).to_string() }))
+        .collect()
 }
 
 #[cfg(test)]
@@ -139,7 +152,8 @@ mod tests {
         drop(r);
         assert_eq!(read(&path).unwrap(), (meta, entries));
         assert_eq!(unhex("00ff10").unwrap(), vec![0, 255, 16]);
-        assert!(unhex("0").is_err() && unhex("zz").is_err());
+        assert_eq!(unhex("0"), Err(HexError::OddLength(1)));
+        assert_eq!(unhex("00zz"), Err(HexError::NotHex { at: 2, pair: "zz".into() }));
         let _ = std::fs::remove_dir_all(dir);
     }
 
