@@ -75,9 +75,14 @@ impl Conn {
     ///
     /// # Errors
     /// The connection or handshake failed or timed out.
-    pub async fn connect(addr: SocketAddr, node: usize, timeout: Duration, session_ms: i32) -> Result<Conn, String> {
+    pub async fn connect(
+        addr: SocketAddr,
+        node: usize,
+        timeout: Duration,
+        session_ms: i32,
+    ) -> Result<Conn, testkeeper_wire::client::ClientError> {
         let opts = ConnectOptions { timeout_ms: session_ms, connect_timeout: timeout, ..Default::default() };
-        let client = Client::connect(addr, opts).await.map_err(|e| e.to_string())?;
+        let client = Client::connect(addr, opts).await?;
         Ok(Conn { client, node, timeout })
     }
 

@@ -25,13 +25,48 @@ use testkeeper_server::config::ServerConfig;
 use testkeeper_server::http::client::AdminClient;
 use tokio::sync::{watch, Notify};
 
-use crate::config::{RunConfig, TargetSpec};
+use crate::config::{Nemesis, RunConfig, TargetSpec};
 use crate::history::{History, Op};
 use crate::nemesis::actor::{Actor, Control};
 use crate::nemesis::{describe, plan};
 use crate::report::Report;
 use crate::worker::{self, Shared};
 use crate::{checks, record, workload};
+
+/// Why a run could not be carried out (a run that ran and found violations is a [`Report`]).
+#[derive(Debug)]
+pub enum RunError {
+    /// A nemesis needs what the target lacks (fault rules, a cluster).
+    Unsupported { nemesis: Nemesis, why: &'static str },
+    /// The embedded cluster did not start, or elected no leader in time.
+    Cluster { what: &'static str, source: std::io::Error },
+    /// An `--admin` URL that is not `http://HOST:PORT`.
+    Admin(testkeeper_server::http::client::AdminUrlError),
+    /// No server of the target answered.
+    Unreachable,
+    /// The workload's nodes could not be created.
+    Setup(crate::workload::SetupError),
+    /// A worker or the nemesis task panicked (the panic's text).
+    Panicked { task: &'static str, why: String },
+    /// A node did not come back when the run healed everything.
+    Heal(crate::nemesis::actor::HealError),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Unsupported { nemesis, why } => write!(f, "nemesis {nemesis} {why}"),
+            RunError::Cluster { what, source } => write!(f, "{what}: {source}"),
+            RunError::Admin(e) => e.fmt(f),
+            RunError::Unreachable => f.write_str("no server of the target answers"),
+            RunError::Setup(e) => e.fmt(f),
+            RunError::Panicked { task, why } => write!(f, "{task} panicked: {why}"),
+            RunError::Heal(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
 
 /// How long healing and the final phase may take before the run gives up on them.
 const SETTLE: Duration = Duration::from_secs(15);
@@ -41,7 +76,7 @@ const SETTLE: Duration = Duration::from_secs(15);
 /// # Errors
 /// The target cannot be started or reached, a nemesis needs what the target lacks, or the
 /// workload's nodes cannot be created.
-pub async fn run(cfg: &RunConfig, say: &(dyn Fn(&str) + Sync)) -> Result<Report, String> {
+pub async fn run(cfg: &RunConfig, say: &(dyn Fn(&str) + Sync)) -> Result<Report, RunError> {
     run_with(cfg, say, |_| {}).await
 }
 
@@ -54,9 +89,9 @@ pub async fn run_with(
     cfg: &RunConfig,
     say: &(dyn Fn(&str) + Sync),
     setup: impl FnOnce(&TestKeeperCluster),
-) -> Result<Report, String> {
-    if let Some((n, why)) = cfg.unsupported().first() {
-        return Err(format!("nemesis {n} {why}"));
+) -> Result<Report, RunError> {
+    if let Some(&(nemesis, why)) = cfg.unsupported().first() {
+        return Err(RunError::Unsupported { nemesis, why });
     }
     let tap = Tap::new();
     let (control, addrs, target) = match &cfg.target {
@@ -67,8 +102,8 @@ pub async fn run_with(
             scfg.tap = Some(tap.clone());
             let c = TestKeeperCluster::start(*nodes, scfg, cfg.seed)
                 .await
-                .map_err(|e| format!("starting the cluster: {e}"))?;
-            c.await_leader(SETTLE).await.map_err(|e| e.to_string())?;
+                .map_err(|source| RunError::Cluster { what: "starting the cluster", source })?;
+            c.await_leader(SETTLE).await.map_err(|source| RunError::Cluster { what: "electing a leader", source })?;
             setup(&c);
             let addrs: Vec<SocketAddr> = c.ids().iter().map(|id| c.addr(*id)).collect();
             let broken = cfg.broken.map(|b| format!(", deliberately broken: {b}")).unwrap_or_default();
@@ -76,7 +111,7 @@ pub async fn run_with(
         }
         TargetSpec::External { addrs, admin } => {
             let admins =
-                admin.iter().map(|a| AdminClient::new(a)).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+                admin.iter().map(|a| AdminClient::new(a)).collect::<Result<Vec<_>, _>>().map_err(RunError::Admin)?;
             let text = addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",");
             let control = if admins.is_empty() { Control::Plain } else { Control::Admin(admins) };
             (control, addrs.clone(), text)
@@ -116,9 +151,8 @@ pub async fn run_with(
         kicks: kicks.clone(),
     });
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let setup =
-        worker::connect(&sh, &mut rng, Instant::now() + SETTLE).await.ok_or("no server of the target answers")?;
-    workload::setup(cfg, &setup).await?;
+    let setup = worker::connect(&sh, &mut rng, Instant::now() + SETTLE).await.ok_or(RunError::Unreachable)?;
+    workload::setup(cfg, &setup).await.map_err(RunError::Setup)?;
     drop(setup);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -130,13 +164,14 @@ pub async fn run_with(
     let workers: Vec<_> = (0..cfg.clients).map(|w| tokio::spawn(worker::run(sh.clone(), w))).collect();
     let mut ops: Vec<Op> = Vec::new();
     for w in workers {
-        ops.extend(w.await.map_err(|e| format!("a worker panicked: {e}"))?);
+        ops.extend(w.await.map_err(|e| RunError::Panicked { task: "a worker", why: e.to_string() })?);
     }
     let _ = stop_tx.send(true);
-    let (mut actor, events) = nemesis.await.map_err(|e| format!("the nemesis panicked: {e}"))?;
+    let (mut actor, events) =
+        nemesis.await.map_err(|e| RunError::Panicked { task: "the nemesis", why: e.to_string() })?;
     let healed_ns = sh.ns();
     say(&format!("main phase done: {} ops in {:.1} s; healing", ops.len(), healed_ns as f64 / 1e9));
-    actor.heal_all().await?;
+    actor.heal_all().await.map_err(RunError::Heal)?;
     let live = crate::liveness::probe(&sh, Instant::now()).await;
     if let Control::Cluster(c) = &actor.control {
         // Without a leader the final reads fail and their checkers cannot decide; liveness

@@ -62,6 +62,23 @@ impl From<testkeeper_server::faults::RuleError> for CliError {
     }
 }
 
+/// A server that accepts no session is unreachable (exit 3); the rest is a failed run.
+impl From<testkeeper_conformance::SuiteError> for CliError {
+    fn from(e: testkeeper_conformance::SuiteError) -> Self {
+        match e {
+            testkeeper_conformance::SuiteError::Connect { .. } => CliError::Unreachable(e.to_string()),
+            e => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// A recording or transcript that cannot be read: a failed run (exit 1), naming the file.
+impl From<testkeeper_conformance::jsonl::JsonlError> for CliError {
+    fn from(e: testkeeper_conformance::jsonl::JsonlError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
 impl From<&str> for CliError {
     fn from(m: &str) -> Self {
         CliError::Failed(m.to_string())

@@ -28,7 +28,7 @@ pub struct ReplayArgs {
 pub async fn run(args: ReplayArgs) -> Result<(), crate::exit::CliError> {
     // The recording first: a file that does not read is the caller's mistake, whatever the
     // target does.
-    let (meta, _) = testkeeper_conformance::proxy::record::read(&args.file).map_err(|e| e.to_string())?;
+    let (meta, _) = testkeeper_conformance::proxy::record::read(&args.file)?;
     let target = args.target.reach().await?;
     let flavor = match &args.flavor {
         Some(f) => f.clone(),

@@ -32,7 +32,7 @@ impl AclSpec {
     ///
     /// # Errors
     /// An entry without scheme, id and permissions, or an unknown permission letter.
-    pub fn parse(s: &str) -> Result<AclSpec, String> {
+    pub fn parse(s: &str) -> Result<AclSpec, crate::parse::SyntaxError> {
         Ok(match s {
             "open" => AclSpec::Open,
             "read-only" => AclSpec::ReadOnly,
@@ -40,7 +40,7 @@ impl AclSpec {
             "world:nobody" => AclSpec::BadWorld,
             "none" => AclSpec::Empty,
             other => {
-                entries(other)?;
+                entries(other).map_err(|what| crate::parse::SyntaxError { at: None, what })?;
                 AclSpec::Entries(other.to_string())
             }
         })

@@ -40,7 +40,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use testkeeper_wire::client::{Client, ConnectOptions};
+use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 use testkeeper_wire::Acl;
 
 pub use report::{Report, ScenarioResult, ServerInfo, Status};
@@ -87,19 +87,45 @@ pub enum Progress<'a> {
     Scenario(&'a ScenarioResult),
 }
 
+/// Why the suite could not run (scenario failures are in the report, not errors).
+#[derive(Debug)]
+pub enum SuiteError {
+    /// The config names no target.
+    NoTarget,
+    /// A server did not accept a session.
+    Connect { addr: SocketAddr, source: ClientError },
+    /// The run's root node could not be created on a server (and does not exist).
+    Root { addr: SocketAddr, root: String },
+    /// The golden transcript (`--expect`) cannot be read.
+    Golden(jsonl::JsonlError),
+}
+
+impl std::fmt::Display for SuiteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SuiteError::NoTarget => f.write_str("no --target"),
+            SuiteError::Connect { addr, source } => write!(f, "connect {addr}: {source}"),
+            SuiteError::Root { addr, root } => write!(f, "cannot create the root {root} on {addr}"),
+            SuiteError::Golden(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SuiteError {}
+
 /// Runs the suite; `progress` sees the servers and then each scenario's result as it finishes.
 ///
 /// # Errors
 /// Connecting to a server or reading the golden file fails; scenario failures are in the
 /// report, not errors.
-pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(Report, Vec<Line>), String> {
-    let target = cfg.target.as_ref().ok_or("no --target")?;
+pub async fn run(cfg: &Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<(Report, Vec<Line>), SuiteError> {
+    let target = cfg.target.as_ref().ok_or(SuiteError::NoTarget)?;
     let root = cfg.root.clone().unwrap_or_else(|| format!("/conformance-{:016x}", rand::random::<u64>()));
     let target_info = server_info(target, cfg.target_flavor.clone()).await?;
     let (reference_info, golden) = match (&cfg.reference, &cfg.expect) {
         (Some(r), _) => (Some(server_info(r, None).await?), None),
         (None, Some(path)) => {
-            let (meta, lines) = transcript::read_file(path).map_err(|e| e.to_string())?;
+            let (meta, lines) = transcript::read_file(path).map_err(SuiteError::Golden)?;
             let info = ServerInfo { address: path.display().to_string(), flavor: meta.flavor, version: meta.server };
             let mut by: BTreeMap<String, Vec<Line>> = BTreeMap::new();
             lines.into_iter().for_each(|l| by.entry(l.scenario.clone()).or_default().push(l));
@@ -283,12 +309,13 @@ struct Admin {
 }
 
 impl Admin {
-    async fn open(addr: SocketAddr, root: &str, read_only: bool) -> Result<Admin, String> {
-        let client =
-            Client::connect(addr, ConnectOptions::default()).await.map_err(|e| format!("connect {addr}: {e}"))?;
+    async fn open(addr: SocketAddr, root: &str, read_only: bool) -> Result<Admin, SuiteError> {
+        let client = Client::connect(addr, ConnectOptions::default())
+            .await
+            .map_err(|source| SuiteError::Connect { addr, source })?;
         let created_root = !read_only && client.create(root, b"", &Acl::open(), 0).await.is_ok();
         if !read_only && !created_root && client.exists(root, false).await.ok().flatten().is_none() {
-            return Err(format!("cannot create the root {root} on {addr}"));
+            return Err(SuiteError::Root { addr, root: root.to_string() });
         }
         Ok(Admin { client, root: root.to_string(), created_root })
     }
@@ -308,15 +335,17 @@ impl Admin {
 ///
 /// # Errors
 /// The server cannot be reached.
-pub async fn detect_flavor(addr: SocketAddr) -> Result<String, String> {
-    let c = Client::connect(addr, ConnectOptions::default()).await.map_err(|e| format!("connect {addr}: {e}"))?;
+pub async fn detect_flavor(addr: SocketAddr) -> Result<String, SuiteError> {
+    let c = Client::connect(addr, ConnectOptions::default())
+        .await
+        .map_err(|source| SuiteError::Connect { addr, source })?;
     let keeper = matches!(c.exists("/keeper/api_version", false).await, Ok(Some(_)));
     let _ = c.close().await;
     Ok(if keeper { "keeper" } else { "zookeeper" }.to_string())
 }
 
 /// Flavor (from the system nodes unless given) and version (from `srvr`, else `envi`).
-async fn server_info(ep: &Endpoint, flavor: Option<String>) -> Result<ServerInfo, String> {
+async fn server_info(ep: &Endpoint, flavor: Option<String>) -> Result<ServerInfo, SuiteError> {
     let addr = ep.nodes[0];
     let flavor = match flavor {
         Some(f) => f,

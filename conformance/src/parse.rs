@@ -47,6 +47,13 @@ impl std::fmt::Display for SyntaxError {
 
 impl std::error::Error for SyntaxError {}
 
+/// Inside the parser, where errors are still text on their way to a line number.
+impl From<SyntaxError> for String {
+    fn from(e: SyntaxError) -> String {
+        e.to_string()
+    }
+}
+
 /// Reads every scenario of one file.
 ///
 /// # Errors

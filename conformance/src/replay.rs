@@ -49,8 +49,8 @@ pub async fn replay(
     target: SocketAddr,
     flavors_differ: bool,
     on_difference: &mut dyn FnMut(&Divergence),
-) -> Result<ReplayReport, String> {
-    let (_meta, entries) = record::read(path).map_err(|e| e.to_string())?;
+) -> Result<ReplayReport, crate::jsonl::JsonlError> {
+    let (_meta, entries) = record::read(path)?;
     let mut report = ReplayReport::default();
     let mut labels = Labels::default();
     let mut live: HashMap<u64, Live> = HashMap::new();

@@ -243,7 +243,7 @@ pub fn read(body: &[u8], rules: &Rules, mut each: impl FnMut(&DumpedNode)) -> Re
         each(&DumpedNode { path: path.clone(), data: data.clone(), acl: acl.to_vec(), stat, owner, ttl, seq });
         restore
             .try_node(RestoredNode { path: &path, data: data.as_deref(), acl, stat, owner, ttl, seq })
-            .map_err(SnapshotError::Format)?;
+            .map_err(|e| SnapshotError::Format(e.to_string()))?;
     }
     let n_sessions = r.count(28).map_err(format)?;
     for _ in 0..n_sessions {

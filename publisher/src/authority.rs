@@ -102,17 +102,40 @@ impl Authority {
 
     /// The next row, if `self.phase` may become `next.phase` and the epoch rule holds (only
     /// admission bumps it, by exactly one).
-    pub fn check_transition(&self, next: &Authority) -> Result<(), String> {
+    pub fn check_transition(&self, next: &Authority) -> Result<(), TransitionError> {
         if !self.phase.may_become(next.phase) {
-            return Err(format!("{} -> {} is not an allowed transition", self.phase.name(), next.phase.name()));
+            return Err(TransitionError::Phase { from: self.phase.name(), to: next.phase.name() });
         }
         let want = if next.phase == Phase::Admitted { self.epoch + 1 } else { self.epoch };
         if next.epoch != want || next.target != self.target {
-            return Err(format!("epoch {} -> {} (want {want}) or target changed", self.epoch, next.epoch));
+            return Err(TransitionError::Epoch { from: self.epoch, to: next.epoch, want });
         }
         Ok(())
     }
 }
+
+/// An authority row that may not follow the current one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransitionError {
+    /// The ADR's phase order does not allow this step.
+    Phase { from: &'static str, to: &'static str },
+    /// The epoch did not move as the step requires (only admission bumps it, by one), or the
+    /// target changed.
+    Epoch { from: u64, to: u64, want: u64 },
+}
+
+impl std::fmt::Display for TransitionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TransitionError::Phase { from, to } => write!(f, "{from} -> {to} is not an allowed transition"),
+            TransitionError::Epoch { from, to, want } => {
+                write!(f, "epoch {from} -> {to} (want {want}) or target changed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransitionError {}
 
 /// Hex sha256 of `parts` joined by NUL.
 pub fn digest(parts: &[&str]) -> String {

@@ -36,10 +36,16 @@ pub async fn observe(
     queue: &str,
     sim_root: &str,
     hosts: &[String],
-) -> Result<Observed, String> {
+) -> Result<Observed, crate::link::LinkError> {
     let mut o = Observed::default();
     if let Some((d, st)) = link.get(&report.row_path).await? {
-        let a = decode_row_value(&d).and_then(|s| Authority::from_text(&s)).ok_or("row unreadable")?;
+        let a = decode_row_value(&d).and_then(|s| Authority::from_text(&s)).ok_or_else(|| {
+            crate::link::LinkError::Unexpected {
+                op: "getData",
+                path: report.row_path.clone(),
+                answer: "a row that is not an authority".into(),
+            }
+        })?;
         o.row = Some((a, st.version));
     }
     let token = o.row.as_ref().and_then(|(a, _)| a.ddl_token.clone());

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::ddl::ExecutionStatus;
-use crate::link::Link;
+use crate::link::{Link, LinkError};
 
 /// One expected host, as seen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,7 +62,7 @@ pub async fn look(
     expected: &[String],
     replicas: &str,
     generation: &str,
-) -> Result<Vec<HostEvidence>, String> {
+) -> Result<Vec<HostEvidence>, LinkError> {
     let finished = link.children(&format!("{entry_path}/finished")).await?.unwrap_or_default();
     let active = link.children(&format!("{entry_path}/active")).await?.unwrap_or_default();
     let mut out = Vec::new();
@@ -105,7 +105,7 @@ pub async fn wait(
     replicas: &str,
     generation: &str,
     timeout: Duration,
-) -> Result<(Verdict, Vec<HostEvidence>), String> {
+) -> Result<(Verdict, Vec<HostEvidence>), LinkError> {
     let deadline = Instant::now() + timeout;
     let mut tries: u64 = 0;
     loop {

@@ -31,6 +31,33 @@ pub enum Outcome {
     Unknown(String),
 }
 
+/// Why a read (or an idempotent setup create) got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkError {
+    /// Every attempt lost its connection or timed out; the last loss.
+    Lost(String),
+    /// The server answered something other than what the call reads (`op path: answer`).
+    Unexpected { op: &'static str, path: String, answer: String },
+}
+
+impl std::fmt::Display for LinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkError::Lost(why) => f.write_str(why),
+            LinkError::Unexpected { op, path, answer } => write!(f, "{op} {path}: {answer}"),
+        }
+    }
+}
+
+impl std::error::Error for LinkError {}
+
+/// The publisher's own steps report in text.
+impl From<LinkError> for String {
+    fn from(e: LinkError) -> String {
+        e.to_string()
+    }
+}
+
 /// One request the publisher sent, for the sweep's cross-check with the server's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Sent {
@@ -140,7 +167,11 @@ impl Link {
     ///
     /// # Errors
     /// The last loss, after `READ_ATTEMPTS`.
-    pub async fn read(&mut self, path: &str, req: impl Fn() -> Request) -> Result<Result<Response, ZkError>, String> {
+    pub async fn read(
+        &mut self,
+        path: &str,
+        req: impl Fn() -> Request,
+    ) -> Result<Result<Response, ZkError>, LinkError> {
         let mut last = String::new();
         for attempt in 0..READ_ATTEMPTS {
             if attempt > 0 {
@@ -151,20 +182,20 @@ impl Link {
                 Err(e) => last = e,
             }
         }
-        Err(last)
+        Err(LinkError::Lost(last))
     }
 
     /// getData; `Ok(None)` for NoNode.
     ///
     /// # Errors
     /// Connection losses past the retries, or another server error.
-    pub async fn get(&mut self, path: &str) -> Result<Option<(Vec<u8>, Stat)>, String> {
+    pub async fn get(&mut self, path: &str) -> Result<Option<(Vec<u8>, Stat)>, LinkError> {
         let p = path.to_string();
         let req = || Request::GetData(testkeeper_wire::records::data::GetDataRequest { path: p.clone(), watch: false });
         match self.read(path, req).await? {
             Ok(Response::Data { data, stat }) => Ok(Some((data.unwrap_or_default(), stat))),
             Err(ZkError::NoNode) => Ok(None),
-            other => Err(format!("getData {path}: {other:?}")),
+            other => Err(LinkError::Unexpected { op: "getData", path: path.into(), answer: format!("{other:?}") }),
         }
     }
 
@@ -172,7 +203,7 @@ impl Link {
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub async fn children(&mut self, path: &str) -> Result<Option<Vec<String>>, String> {
+    pub async fn children(&mut self, path: &str) -> Result<Option<Vec<String>>, LinkError> {
         let p = path.to_string();
         let req = || {
             Request::GetChildren(testkeeper_wire::records::children::GetChildrenRequest {
@@ -183,7 +214,7 @@ impl Link {
         match self.read(path, req).await? {
             Ok(Response::Children(c)) => Ok(Some(c)),
             Err(ZkError::NoNode) => Ok(None),
-            other => Err(format!("getChildren {path}: {other:?}")),
+            other => Err(LinkError::Unexpected { op: "getChildren", path: path.into(), answer: format!("{other:?}") }),
         }
     }
 
@@ -191,11 +222,11 @@ impl Link {
     ///
     /// # Errors
     /// Losses past the retries, or another server error.
-    pub async fn ensure_node(&mut self, path: &str, data: &[u8]) -> Result<(), String> {
+    pub async fn ensure_node(&mut self, path: &str, data: &[u8]) -> Result<(), LinkError> {
         let req = || crate::create_request(path, data, 0);
         match self.read(path, req).await? {
             Ok(_) | Err(ZkError::NodeExists) => Ok(()),
-            Err(e) => Err(format!("create {path}: {e:?}")),
+            Err(e) => Err(LinkError::Unexpected { op: "create", path: path.into(), answer: format!("{e:?}") }),
         }
     }
 

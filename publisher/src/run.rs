@@ -57,8 +57,8 @@ pub async fn publish(link: &mut Link, cfg: &Config) -> Report {
     report
 }
 
-fn err(e: String) -> Stop {
-    Stop(Outcome::Error, e)
+fn err(e: impl std::fmt::Display) -> Stop {
+    Stop(Outcome::Error, e.to_string())
 }
 
 async fn ensure_path(link: &mut Link, path: &str) -> Result<(), Stop> {
@@ -111,7 +111,7 @@ async fn cas(
     version: i32,
     next: &Authority,
 ) -> Result<(i32, (i64, i32)), Stop> {
-    cur.check_transition(next).map_err(|e| Stop(Outcome::Refused, e))?;
+    cur.check_transition(next).map_err(|e| Stop(Outcome::Refused, e.to_string()))?;
     let data = encode_row_value(&next.to_text());
     let what = format!("authority:{}", next.phase.name());
     let first = link.journal.len();
@@ -162,7 +162,7 @@ async fn steps(link: &mut Link, plan: &Plan<'_>, report: &mut Report) -> Result<
     if read_row(link, plan).await?.is_none() {
         bootstrap(link, plan, report).await?;
     }
-    let (cur, version, _) = read_row(link, plan).await?.ok_or_else(|| err("row vanished".into()))?;
+    let (cur, version, _) = read_row(link, plan).await?.ok_or_else(|| err("row vanished"))?;
     if cur.phase != Phase::Idle {
         return Err(Stop(Outcome::Refused, format!("row is {} at epoch {}, not idle", cur.phase.name(), cur.epoch)));
     }
@@ -296,7 +296,11 @@ async fn enqueue_once(
 ///
 /// # Errors
 /// Keeper unreadable.
-pub async fn find_by_token(link: &mut Link, queue: &str, token: &str) -> Result<Option<String>, String> {
+pub async fn find_by_token(
+    link: &mut Link,
+    queue: &str,
+    token: &str,
+) -> Result<Option<String>, crate::link::LinkError> {
     for name in queue_entries(link.children(queue).await?.unwrap_or_default()).into_iter().rev() {
         let path = format!("{queue}/{name}");
         if let Some((data, _)) = link.get(&path).await? {

@@ -62,6 +62,25 @@ enum Undo {
     Nothing,
 }
 
+/// A node that did not come back when the run healed everything.
+#[derive(Debug)]
+pub struct HealError {
+    pub node: u64,
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for HealError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "restarting node {}: {}", self.node, self.source)
+    }
+}
+
+impl std::error::Error for HealError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// The nemesis.
 pub struct Actor {
     pub control: Control,
@@ -313,7 +332,7 @@ impl Actor {
     ///
     /// # Errors
     /// A node does not restart.
-    pub async fn heal_all(&mut self) -> Result<(), String> {
+    pub async fn heal_all(&mut self) -> Result<(), HealError> {
         if let Control::Cluster(c) = &mut self.control {
             c.heal();
             let ids = c.ids();
@@ -324,7 +343,7 @@ impl Actor {
                     c.set_link(x, y, LinkFaults::default());
                 }
                 if c.node(x).is_none() {
-                    c.restart(x).await.map_err(|e| format!("restarting node {x}: {e}"))?;
+                    c.restart(x).await.map_err(|source| HealError { node: x, source })?;
                 }
             }
         }

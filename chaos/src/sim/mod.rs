@@ -63,11 +63,10 @@ impl std::error::Error for SimError {}
 
 impl SimError {
     /// A run's error: a panic of a task shows as tokio's "task N panicked with message ...".
-    fn of_run(e: String) -> SimError {
-        if e.contains("panicked") {
-            SimError::Panicked(e)
-        } else {
-            SimError::Failed(e)
+    fn of_run(e: crate::run::RunError) -> SimError {
+        match e {
+            crate::run::RunError::Panicked { .. } => SimError::Panicked(e.to_string()),
+            e => SimError::Failed(e.to_string()),
         }
     }
 }

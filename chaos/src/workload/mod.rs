@@ -93,11 +93,26 @@ impl WorkerState {
     }
 }
 
+/// A workload node that could not be created: its path, and what the call gave instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError {
+    pub path: String,
+    pub error: CallError,
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "creating {}: {}", self.path, self.error.describe())
+    }
+}
+
+impl std::error::Error for SetupError {}
+
 /// Creates the workload's nodes.
 ///
 /// # Errors
 /// A request failed (the target is unusable).
-pub async fn setup(cfg: &RunConfig, conn: &Conn) -> Result<(), String> {
+pub async fn setup(cfg: &RunConfig, conn: &Conn) -> Result<(), SetupError> {
     let mut paths = vec![ROOT.to_string(), format!("{ROOT}/{}", cfg.workload.name())];
     if cfg.workload == Workload::Register {
         paths.extend((0..cfg.keys).map(|k| register::path(&format!("k{k}"))));
@@ -109,7 +124,7 @@ pub async fn setup(cfg: &RunConfig, conn: &Conn) -> Result<(), String> {
         let data = if cfg.workload == Workload::Register { b"0".to_vec() } else { Vec::new() };
         match conn.call(create(&p, &data, 0), &mut Vec::new()).await {
             Ok(_) | Err(CallError::Server(-110)) => {}
-            Err(e) => return Err(format!("creating {p}: {}", e.describe())),
+            Err(error) => return Err(SetupError { path: p, error }),
         }
     }
     Ok(())

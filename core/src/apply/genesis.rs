@@ -80,6 +80,29 @@ pub struct Restore {
     sessions: BTreeMap<i64, SessionInfo>,
 }
 
+/// Restored nodes that do not make a tree (a snapshot out of path order, or damaged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotATree {
+    /// A path with no parent to split off.
+    BadPath(String),
+    /// A node whose parent has not been restored yet.
+    BeforeParent(String),
+    /// A node restored twice.
+    Twice(String),
+}
+
+impl std::fmt::Display for NotATree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotATree::BadPath(p) => write!(f, "bad path {p:?}"),
+            NotATree::BeforeParent(p) => write!(f, "{p} comes before its parent"),
+            NotATree::Twice(p) => write!(f, "{p} appears twice"),
+        }
+    }
+}
+
+impl std::error::Error for NotATree {}
+
 impl Restore {
     /// A tree holding only a root, to be overwritten by the snapshot's root.
     pub fn new(rules: Rules, digest_enabled: bool) -> Restore {
@@ -92,14 +115,14 @@ impl Restore {
     /// # Errors
     /// When the parent has not been restored yet, or the node already has been: the
     /// snapshot is not in path order, or not a tree.
-    pub fn try_node(&mut self, n: RestoredNode<'_>) -> Result<(), String> {
+    pub fn try_node(&mut self, n: RestoredNode<'_>) -> Result<(), NotATree> {
         if n.path != "/" {
-            let (parent, _) = crate::path::split(n.path).ok_or_else(|| format!("bad path {:?}", n.path))?;
+            let (parent, _) = crate::path::split(n.path).ok_or_else(|| NotATree::BadPath(n.path.to_string()))?;
             if self.tree.get(parent).is_none() {
-                return Err(format!("{} comes before its parent", n.path));
+                return Err(NotATree::BeforeParent(n.path.to_string()));
             }
             if self.tree.get(n.path).is_some() {
-                return Err(format!("{} appears twice", n.path));
+                return Err(NotATree::Twice(n.path.to_string()));
             }
         }
         self.node(n);

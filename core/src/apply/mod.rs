@@ -23,7 +23,7 @@ use super::digest::DIGEST_VERSION;
 use super::state::{SessionInfo, State};
 use super::txn::{Entry, Op, Txn};
 pub(crate) use genesis::genesis;
-pub use genesis::{Restore, RestoredNode};
+pub use genesis::{NotATree, Restore, RestoredNode};
 use ops::At;
 
 /// The witness every tree and overlay mutator demands. Its field is private to this module,

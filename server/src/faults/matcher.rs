@@ -135,17 +135,22 @@ pub fn parse_glob(value: &str) -> Result<Option<GlobMatcher>, String> {
     Ok(Some(glob.compile_matcher()))
 }
 
+/// A session id that is neither `0x`-prefixed hex nor decimal (the value as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad value for session: '{0}' (expected 0x-prefixed hex or decimal)")]
+pub struct BadSessionId(pub String);
+
 /// `session=`: `0x`-prefixed hex (as the 4lw commands print ids) or decimal.
 ///
 /// # Errors
-/// A message naming the value.
-pub fn parse_session(value: &str) -> Result<i64, String> {
+/// [`BadSessionId`], naming the value.
+pub fn parse_session(value: &str) -> Result<i64, BadSessionId> {
     let parsed = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
         // Hex ids are printed unsigned; ZooKeeper's ids often have the top bit set.
         Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as i64),
         None => value.parse::<i64>().ok(),
     };
-    parsed.ok_or_else(|| format!("bad value for session: '{value}' (expected 0x-prefixed hex or decimal)"))
+    parsed.ok_or_else(|| BadSessionId(value.to_string()))
 }
 
 #[cfg(test)]
@@ -219,6 +224,7 @@ mod tests {
         assert!(parse_ops("create|bogus").unwrap_err().contains("unknown op 'bogus'"));
         assert!(parse_ops("createSession").unwrap_err().contains("never arrives"));
         assert!(parse_glob("x").unwrap_err().contains("must start with '/'"));
-        assert!(parse_session("abc").unwrap_err().contains("'abc'"));
+        assert_eq!(parse_session("abc"), Err(BadSessionId("abc".into())));
+        assert!(parse_session("abc").unwrap_err().to_string().contains("'abc'"));
     }
 }

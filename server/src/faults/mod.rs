@@ -31,7 +31,7 @@ use serde::Serialize;
 use testkeeper_wire::Request;
 
 pub use events::{EventLog, FaultEvent, EVENT_LOG_CAPACITY};
-pub use matcher::{parse_session, Matcher};
+pub use matcher::{parse_session, BadSessionId, Matcher};
 pub use rule::{Action, Kind, Rule, RuleError, MAX_DELAY_MS, MAX_GLOB_LEN};
 
 /// The most rules one server holds at once: each is matched against every request, and ten

@@ -194,7 +194,7 @@ impl Rule {
             match key {
                 "op" => matcher.ops = parse_ops(value).map_err(fail)?,
                 "path" => matcher.path = parse_glob(value).map_err(fail)?,
-                "session" => matcher.session = Some(parse_session(value).map_err(fail)?),
+                "session" => matcher.session = Some(parse_session(value).map_err(|e| fail(e.to_string()))?),
                 "nth" => nth = Some(parse_positive("nth", value).map_err(fail)?),
                 "count" => count = Some(parse_positive("count", value).map_err(fail)?),
                 "prob" => prob = Some(parse_prob(value).map_err(fail)?),
