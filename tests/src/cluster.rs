@@ -35,6 +35,9 @@ pub struct ClusterOptions {
     pub seed: u64,
     /// More `serve` flags for every node.
     pub extra: Vec<String>,
+    /// A node's data directory somewhere of the test's choosing (a small filesystem) instead
+    /// of under the cluster's temp dir; the node is durable.
+    pub dir_of: BTreeMap<u64, PathBuf>,
 }
 
 impl ClusterOptions {
@@ -50,6 +53,7 @@ impl ClusterOptions {
             config_file: false,
             seed,
             extra: Vec::new(),
+            dir_of: BTreeMap::new(),
         }
     }
 }
@@ -118,7 +122,9 @@ impl TestkeeperCluster {
             }
             args.extend(["--listen".into(), client.to_string(), "--http".into(), http.to_string()]);
             args.extend(["--seed".into(), o.seed.to_string()]);
-            if o.data_dirs || o.durable.contains(&id) {
+            if let Some(d) = o.dir_of.get(&id) {
+                args.extend(["--data-dir".into(), d.display().to_string()]);
+            } else if o.data_dirs || o.durable.contains(&id) {
                 args.extend(["--data-dir".into(), dir.path().join(format!("node-{id}")).display().to_string()]);
             }
             args.extend(o.extra.iter().cloned());

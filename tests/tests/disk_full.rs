@@ -105,3 +105,77 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes_when_space_frees() {
     let log = tk.log_tail(100);
     assert!(log.contains("refusing writes (NOTREADONLY)") && log.contains("taking writes again"), "{log}");
 }
+
+/// The same for a cluster node (docs/persistence.md, "A full disk in a cluster"): three `serve
+/// --peers` processes, node 3's data directory on a small tmpfs of its own, the others on the
+/// ordinary disk. Writes of 512 KiB go on through node 1 while node 3's free space falls below
+/// the margin: node 3 stays up (a follower drops the entries, a leader hands its leadership
+/// on), the others keep acknowledging, and once the filler is gone node 3 catches up and holds
+/// every acknowledged write. Before, node 3 stopped on its first ENOSPC.
+#[test]
+fn a_cluster_node_whose_disk_fills_stays_up_and_catches_up_when_space_frees() {
+    let fs = match Tmpfs::mount(96) {
+        Ok(f) => f,
+        Err(why) => {
+            eprintln!("skipping: needs root to mount a tmpfs ({why}); CI runs it as root");
+            return;
+        }
+    };
+    let filler = fs.0.join("filler");
+    let fill = free(&fs.0).saturating_sub(40 << 20);
+    std::fs::write(&filler, vec![0u8; fill as usize]).unwrap();
+    let mut o = testkeeper_tests::cluster::ClusterOptions::new("keeper");
+    o.data_dirs = true;
+    o.dir_of.insert(3, fs.0.join("node-3"));
+    o.extra = ["--snapshot-distance", "1000000"].map(String::from).to_vec();
+    let mut c = testkeeper_tests::cluster::TestkeeperCluster::start(&o).unwrap();
+    let first = c.await_leader(Duration::from_secs(30)).unwrap();
+    eprintln!("node {first} leads; node 3's disk fills");
+    let low = |c: &testkeeper_tests::cluster::TestkeeperCluster| {
+        c.mntr(3).and_then(|m| m.get("zk_disk_space_low").cloned()).as_deref() == Some("1")
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let acked = rt.block_on(async {
+        let zk = Client::connect(c.addr(1), ConnectOptions::default()).await.unwrap();
+        let blob = vec![7u8; 512 << 10];
+        let (mut acked, mut after_low) = (Vec::new(), 0);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut i = 0;
+        // Until node 3 has been below its margin for 20 writes.
+        while after_low < 20 {
+            assert!(Instant::now() < deadline, "node 3 never reached its margin (free {} bytes)", free(&fs.0));
+            i += 1;
+            match zk.create(&format!("/b{i}"), &blob, &Acl::open(), 0).await {
+                Ok(p) => acked.push(p),
+                // The leadership moving off a full node 3: retried.
+                Err(e) if e.is_connection_loss() || matches!(e, ClientError::Zk(_)) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("write {i}: {e}"),
+            }
+            if low(&c) {
+                after_low += 1;
+            }
+        }
+        acked
+    });
+    assert!(c.is_running(3), "node 3 stopped on its full disk:\n{}", c.log_tail(3, 30));
+    eprintln!("{} writes acknowledged; node 3 below its margin and up", acked.len());
+    std::fs::remove_file(&filler).unwrap();
+    let want = c.mntr(1).and_then(|m| m.get("zk_znode_count").cloned()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.mntr(3).and_then(|m| m.get("zk_znode_count").cloned()).as_ref() != Some(&want) {
+        assert!(Instant::now() < deadline, "node 3 did not catch up once space was freed:\n{}", c.log_tail(3, 30));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(c.is_running(3));
+    rt.block_on(async {
+        let zk = Client::connect(c.addr(3), ConnectOptions::default()).await.unwrap();
+        let kids = zk.get_children("/", false).await.unwrap();
+        for p in &acked {
+            assert!(kids.contains(&p.trim_start_matches('/').to_string()), "node 3 lacks acknowledged {p}");
+        }
+    });
+    let log = c.log_tail(3, 200);
+    assert!(log.contains("disk below its margin") && log.contains("disk has room again"), "{log}");
+}
