@@ -7,7 +7,7 @@
 //! - `stale-read-after-sync`: `engine/dispatch.rs` answers `sync` at once instead of after a
 //!   round trip through the log (keeper flavor) or catching up with the leader (zookeeper
 //!   flavor), so a lagging follower serves old data after a sync.
-//! - `ack-before-durable`: `log/sim.rs` reports a flush as done while the durable boundary
+//! - `ack-before-durable`: `log/sim` reports a flush as done while the durable boundary
 //!   stays one flush behind, so a node that crashes loses entries it had acknowledged.
 //! - `forget-acked-on-leader-change`: `cluster/driver.rs` answers a client of the leader as
 //!   soon as its entry is appended to the leader's own log, before a quorum has it
