@@ -295,9 +295,7 @@ impl Engine {
                 let passwd = self.password(id);
                 let timeout_ms = self.sessions.get(&id).map_or(0, |s| s.timeout_ms);
                 let resp = ConnectResponse { protocol_version: 0, timeout_ms, session_id: id, passwd, read_only };
-                let mut out = bytes::BytesMut::new();
-                testkeeper_wire::frame::put_record(&mut out, &resp);
-                self.send(conn, &out);
+                self.queue_handshake(conn, &resp);
                 let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
                 tracing::info!(session = format_args!("{id:#x}"), timeout_ms, %peer, "session opened");
                 self.done(session);

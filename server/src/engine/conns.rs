@@ -134,6 +134,14 @@ impl Engine {
         }
     }
 
+    /// Takes the last queued frame of `conn` back out of the packet counts (it stays queued).
+    pub(crate) fn uncount_sent(&mut self, conn: u64) {
+        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
+            c.sent -= 1;
+            self.stats.packets_sent -= 1;
+        }
+    }
+
     /// Hands every connection's pending frames to its writer.
     pub(crate) fn flush_replies(&mut self) {
         for conn in std::mem::take(&mut self.dirty) {
