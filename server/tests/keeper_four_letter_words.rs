@@ -4,6 +4,9 @@
 //! repository's client. Where upstream counts nodes ClickHouse itself creates, the count here is
 //! relative to the tree before the test's own writes (docs/conformance.md lists the port).
 
+#[allow(dead_code)] // each test binary uses part of it
+mod blackbox_support;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,16 +17,11 @@ use testkeeper_server::core::flavor::Flavor;
 use testkeeper_wire::client::{Client, ConnectOptions};
 use testkeeper_wire::records::create::create_mode;
 use testkeeper_wire::Acl;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn word(addr: SocketAddr, w: &str) -> String {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(w.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    tokio::time::timeout(WAIT, s.read_to_string(&mut out)).await.expect("in time").unwrap();
-    out
+    tokio::time::timeout(WAIT, blackbox_support::four_letter(addr, w)).await.expect("in time")
 }
 
 /// `key<sep>value` lines (mntr, lgif: a tab; srvr, stat: a colon).
