@@ -85,8 +85,7 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
         }
         "crst" => {
             for c in e.conns.values_mut() {
-                c.received = 0;
-                c.sent = 0;
+                c.reset_stats();
             }
             "Connection stats reset.\n".into()
         }

@@ -190,7 +190,7 @@ async fn keeper_pfev_counts_requests_and_cons_skips_the_asker() {
     assert!(pfev.lines().all(|l| l.split('\t').count() == 3), "{pfev}");
     let cons = four_letter(tk.addr(), "cons").await;
     assert_eq!(cons.lines().filter(|l| !l.is_empty()).count(), 1, "only the client's connection: {cons}");
-    assert!(cons.contains(&format!("sid=0x{:x}", c.session_id())), "{cons}");
+    assert!(cons.contains(&format!("sid=0x{:016x}", c.session_id())), "{cons}");
     let zk = server(Flavor::Zookeeper, Clock::System).await;
     let cons = four_letter(zk.addr(), "cons").await;
     assert!(cons.starts_with(" /127.0.0.1:") && cons.ends_with("[0](queued=0,recved=1,sent=0)\n\n"), "{cons:?}");

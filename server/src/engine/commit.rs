@@ -378,8 +378,11 @@ impl Engine {
         if !ping {
             self.stats.record(op.name(), us);
         }
+        let now = self.clock.now_ms();
         let Some(c) = self.conns.get_mut(&conn) else { return };
         c.last_latency_ms = us / 1000;
+        c.latency.record(us / 1000);
+        c.last_response_ms = now;
         // Checked first: building the line costs more than the request it describes.
         let wanted =
             if ping { tracing::enabled!(tracing::Level::TRACE) } else { tracing::enabled!(tracing::Level::DEBUG) };

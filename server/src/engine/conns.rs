@@ -32,6 +32,38 @@ pub enum Out {
     Reset,
 }
 
+/// One connection's request latencies, ms (all 0 before the first).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ConnLatency {
+    pub min: u64,
+    pub max: u64,
+    pub total: u64,
+    pub count: u64,
+}
+
+impl ConnLatency {
+    pub fn record(&mut self, ms: u64) {
+        self.min = if self.count == 0 { ms } else { self.min.min(ms) };
+        self.max = self.max.max(ms);
+        self.total += ms;
+        self.count += 1;
+    }
+
+    pub fn avg(&self) -> u64 {
+        self.total.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+impl ConnInfo {
+    /// `crst`: the counts, the latencies and the last op, as ZooKeeper's `resetStats` and
+    /// Keeper's (`EMPTY_LAST_OP`) reset them.
+    pub fn reset_stats(&mut self) {
+        (self.received, self.sent) = (0, 0);
+        (self.last_op, self.last_xid, self.last_zxid) = ("NA", -1, -1);
+        (self.last_response_ms, self.last_latency_ms, self.latency) = (0, 0, ConnLatency::default());
+    }
+}
+
 /// A live connection, as the 4lw commands and the engine see it.
 #[derive(Debug)]
 pub struct ConnInfo {
@@ -51,6 +83,10 @@ pub struct ConnInfo {
     /// The error code of the last reply (0: ok), for the request log.
     pub last_err: i32,
     pub last_latency_ms: u64,
+    /// This connection's request latencies since it opened or `crst` (ms), for `cons`.
+    pub latency: ConnLatency,
+    /// When this connection's last reply left, ms since the epoch (0: none since `crst`).
+    pub last_response_ms: i64,
     /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
     /// client re-sends its credentials after reconnecting).
     pub auth: Vec<AuthId>,
@@ -84,6 +120,8 @@ impl Engine {
                 last_zxid: -1,
                 last_err: 0,
                 last_latency_ms: 0,
+                latency: ConnLatency::default(),
+                last_response_ms: 0,
                 auth: Vec::new(),
                 muted: false,
                 blackholed: false,

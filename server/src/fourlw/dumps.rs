@@ -44,6 +44,9 @@ pub fn clients(e: &Engine, asker: Option<SocketAddr>) -> String {
 
 /// `cons`: one line per connection, then an empty line.
 pub fn cons(e: &Engine, asker: Option<SocketAddr>) -> String {
+    if !zookeeper(e) {
+        return keeper_cons(e);
+    }
     let now = e.clock.now_ms();
     let zk = zookeeper(e);
     let mut out = String::new();
@@ -70,6 +73,77 @@ pub fn cons(e: &Engine, asker: Option<SocketAddr>) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Keeper's `cons` (`KeeperTCPHandler::dumpStats`): a connection without a session shows only
+/// its counts; one with a session its id, last op (Keeper's op names), establishment, timeout,
+/// last cxid (while there is one), last zxid and response time as 16-digit hex and ms, and its
+/// latencies. `crst` empties the last op as Keeper's `EMPTY_LAST_OP` does.
+fn keeper_cons(e: &Engine) -> String {
+    let mut out = String::new();
+    for c in e.conns.values() {
+        let _ = write!(out, " {}(recved={},sent={}", c.peer, c.received, c.sent);
+        if c.session != 0 {
+            let to = e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms);
+            let lop = testkeeper_wire::OpCode::from_name(c.last_op).map_or(c.last_op, keeper_op_name);
+            let _ = write!(out, ",sid=0x{:016x},lop={lop},est={},to={to}", c.session, c.established_ms);
+            if c.last_xid >= 0 {
+                let _ = write!(out, ",lcxid=0x{:016x}", c.last_xid);
+            }
+            let l = &c.latency;
+            let _ = write!(
+                out,
+                ",lzxid=0x{:016x},lresp={},llat={},minlat={},avglat={},maxlat={}",
+                c.last_zxid,
+                c.last_response_ms,
+                c.last_latency_ms,
+                l.min,
+                l.avg(),
+                l.max
+            );
+        }
+        out.push_str(")\n");
+    }
+    out.push('\n');
+    out
+}
+
+/// An op as Keeper names it (`Coordination::opNumToString`).
+fn keeper_op_name(op: testkeeper_wire::OpCode) -> &'static str {
+    use testkeeper_wire::OpCode as O;
+    match op {
+        O::CloseSession => "Close",
+        O::Error => "Error",
+        O::Create => "Create",
+        O::Create2 => "Create2",
+        O::Delete => "Remove",
+        O::Exists => "Exists",
+        O::GetData => "Get",
+        O::SetData => "Set",
+        O::GetAcl => "GetACL",
+        O::SetAcl => "SetACL",
+        O::GetChildren => "SimpleList",
+        O::Sync => "Sync",
+        O::Ping => "Heartbeat",
+        O::GetChildren2 => "List",
+        O::Check => "Check",
+        O::Multi => "Multi",
+        O::Reconfig => "Reconfig",
+        O::MultiRead => "MultiRead",
+        O::Auth => "Auth",
+        O::FilteredList => "FilteredList",
+        O::CheckNotExists => "CheckNotExists",
+        O::CreateIfNotExists => "CreateIfNotExists",
+        O::RemoveRecursive => "RemoveRecursive",
+        O::CreateSession => "SessionID",
+        O::CheckStat => "CheckStat",
+        O::AddWatch => "AddWatch",
+        O::CheckWatches => "CheckWatch",
+        O::RemoveWatches => "RemoveWatch",
+        O::SetWatches => "SetWatch",
+        O::SetWatches2 => "SetWatch2",
+        other => other.name(),
+    }
 }
 
 /// The (path, session) pairs the flavor's `wch*` words show.
