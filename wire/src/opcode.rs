@@ -58,7 +58,7 @@ pub enum Reply {
 }
 
 macro_rules! ops {
-    ($( $(#[$doc:meta])* $name:ident = $val:literal, $wire_name:literal, $class:ident, $servers:ident, $reply:ident; )*) => {
+    ($( $(#[$doc:meta])* $name:ident = $val:literal, $wire_name:literal, $keeper_name:literal, $class:ident, $servers:ident, $reply:ident; )*) => {
         /// An operation code as carried in `RequestHeader.type`.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(i32)]
@@ -73,6 +73,13 @@ macro_rules! ops {
             /// The protocol's name for the op (`create`, `getData`, `multi`...), as used in fault rules and metrics.
             pub fn name(self) -> &'static str {
                 match self { $(OpCode::$name => $wire_name,)* }
+            }
+
+            /// The op as ClickHouse Keeper names it in its four-letter words
+            /// (`Coordination::opNumToString`: `Create`, `Get`, `SimpleList`...); the protocol
+            /// name for ops Keeper does not know.
+            pub fn keeper_name(self) -> &'static str {
+                match self { $(OpCode::$name => $keeper_name,)* }
             }
 
             /// Looks an op up by its protocol name.
@@ -106,58 +113,58 @@ macro_rules! ops {
 }
 
 ops! {
-    // name = code, wire name, class, servers, reply;
+    // name = code, wire name, Keeper's name, class, servers, reply;
     /// A watch notification (server to client only).
-    Notification = 0, "notification", Internal, Neither, Empty;
-    Create = 1, "create", Write, Both, Path;
-    Delete = 2, "delete", Write, Both, Empty;
-    Exists = 3, "exists", Read, Both, Empty;
-    GetData = 4, "getData", Read, Both, Empty;
-    SetData = 5, "setData", Write, Both, Stat;
-    GetAcl = 6, "getACL", Read, Both, Empty;
-    SetAcl = 7, "setACL", Write, Both, Stat;
-    GetChildren = 8, "getChildren", Read, Both, Empty;
-    Sync = 9, "sync", Read, Both, Empty;
-    Ping = 11, "ping", Local, Both, Empty;
-    GetChildren2 = 12, "getChildren2", Read, Both, Empty;
-    Check = 13, "check", Check, Both, Empty;
-    Multi = 14, "multi", Write, Both, Empty;
-    Create2 = 15, "create2", Write, Both, PathStat;
-    Reconfig = 16, "reconfig", Local, Both, Empty;
-    CheckWatches = 17, "checkWatches", Local, Both, Empty;
-    RemoveWatches = 18, "removeWatches", Local, Both, Empty;
-    CreateContainer = 19, "createContainer", Write, Both, PathStat;
+    Notification = 0, "notification", "notification", Internal, Neither, Empty;
+    Create = 1, "create", "Create", Write, Both, Path;
+    Delete = 2, "delete", "Remove", Write, Both, Empty;
+    Exists = 3, "exists", "Exists", Read, Both, Empty;
+    GetData = 4, "getData", "Get", Read, Both, Empty;
+    SetData = 5, "setData", "Set", Write, Both, Stat;
+    GetAcl = 6, "getACL", "GetACL", Read, Both, Empty;
+    SetAcl = 7, "setACL", "SetACL", Write, Both, Stat;
+    GetChildren = 8, "getChildren", "SimpleList", Read, Both, Empty;
+    Sync = 9, "sync", "Sync", Read, Both, Empty;
+    Ping = 11, "ping", "Heartbeat", Local, Both, Empty;
+    GetChildren2 = 12, "getChildren2", "List", Read, Both, Empty;
+    Check = 13, "check", "Check", Check, Both, Empty;
+    Multi = 14, "multi", "Multi", Write, Both, Empty;
+    Create2 = 15, "create2", "Create2", Write, Both, PathStat;
+    Reconfig = 16, "reconfig", "Reconfig", Local, Both, Empty;
+    CheckWatches = 17, "checkWatches", "CheckWatch", Local, Both, Empty;
+    RemoveWatches = 18, "removeWatches", "RemoveWatch", Local, Both, Empty;
+    CreateContainer = 19, "createContainer", "createContainer", Write, Both, PathStat;
     /// Internal: the container reaper's delete. Never accepted from clients.
-    DeleteContainer = 20, "deleteContainer", Internal, Neither, Empty;
-    CreateTtl = 21, "createTTL", Write, Both, PathStat;
-    MultiRead = 22, "multiRead", Read, Both, Empty;
-    Auth = 100, "auth", Local, Both, Empty;
-    SetWatches = 101, "setWatches", Local, Both, Empty;
-    Sasl = 102, "sasl", Internal, Neither, Empty;
-    GetEphemerals = 103, "getEphemerals", Read, ZooKeeper, Empty;
-    GetAllChildrenNumber = 104, "getAllChildrenNumber", Read, ZooKeeper, Empty;
-    SetWatches2 = 105, "setWatches2", Local, Both, Empty;
-    AddWatch = 106, "addWatch", Local, Both, Empty;
-    WhoAmI = 107, "whoAmI", Read, ZooKeeper, Empty;
+    DeleteContainer = 20, "deleteContainer", "deleteContainer", Internal, Neither, Empty;
+    CreateTtl = 21, "createTTL", "createTTL", Write, Both, PathStat;
+    MultiRead = 22, "multiRead", "MultiRead", Read, Both, Empty;
+    Auth = 100, "auth", "Auth", Local, Both, Empty;
+    SetWatches = 101, "setWatches", "SetWatch", Local, Both, Empty;
+    Sasl = 102, "sasl", "sasl", Internal, Neither, Empty;
+    GetEphemerals = 103, "getEphemerals", "getEphemerals", Read, ZooKeeper, Empty;
+    GetAllChildrenNumber = 104, "getAllChildrenNumber", "getAllChildrenNumber", Read, ZooKeeper, Empty;
+    SetWatches2 = 105, "setWatches2", "SetWatch2", Local, Both, Empty;
+    AddWatch = 106, "addWatch", "AddWatch", Local, Both, Empty;
+    WhoAmI = 107, "whoAmI", "whoAmI", Read, ZooKeeper, Empty;
     /// ClickHouse Keeper: getChildren2 with a persistent/ephemeral filter.
-    FilteredList = 500, "filteredList", Read, Keeper, Empty;
+    FilteredList = 500, "filteredList", "FilteredList", Read, Keeper, Empty;
     /// ClickHouse Keeper: check that a node does not exist.
-    CheckNotExists = 501, "checkNotExists", Check, Keeper, Empty;
+    CheckNotExists = 501, "checkNotExists", "CheckNotExists", Check, Keeper, Empty;
     /// ClickHouse Keeper: create that succeeds when the node already exists.
-    CreateIfNotExists = 502, "createIfNotExists", Write, Keeper, Path;
+    CreateIfNotExists = 502, "createIfNotExists", "CreateIfNotExists", Write, Keeper, Path;
     /// ClickHouse Keeper: delete a subtree, bounded by a node limit.
-    RemoveRecursive = 503, "removeRecursive", Write, Keeper, Empty;
+    RemoveRecursive = 503, "removeRecursive", "RemoveRecursive", Write, Keeper, Empty;
     /// ClickHouse Keeper: check selected stat fields.
-    CheckStat = 504, "checkStat", Check, Keeper, Empty;
+    CheckStat = 504, "checkStat", "CheckStat", Check, Keeper, Empty;
     /// ClickHouse Keeper: delete that succeeds when the node is absent.
-    TryRemove = 505, "tryRemove", Write, Keeper, Empty;
+    TryRemove = 505, "tryRemove", "tryRemove", Write, Keeper, Empty;
     /// ClickHouse Keeper: filtered list returning each child's stat and data.
-    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", Read, Keeper, Empty;
+    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", "filteredListWithStatsAndData", Read, Keeper, Empty;
     /// ClickHouse Keeper: list a whole subtree.
-    ListRecursive = 507, "listRecursive", Read, Keeper, Empty;
-    CloseSession = -11, "closeSession", Write, Both, Empty;
-    CreateSession = -10, "createSession", Internal, Neither, Empty;
-    Error = -1, "error", Internal, Neither, Empty;
+    ListRecursive = 507, "listRecursive", "listRecursive", Read, Keeper, Empty;
+    CloseSession = -11, "closeSession", "Close", Write, Both, Empty;
+    CreateSession = -10, "createSession", "SessionID", Internal, Neither, Empty;
+    Error = -1, "error", "Error", Internal, Neither, Empty;
 }
 
 impl OpCode {

@@ -85,7 +85,8 @@ fn keeper_cons(e: &Engine) -> String {
         let _ = write!(out, " {}(recved={},sent={}", c.peer, c.received, c.sent);
         if c.session != 0 {
             let to = e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms);
-            let lop = testkeeper_wire::OpCode::from_name(c.last_op).map_or(c.last_op, keeper_op_name);
+            let lop =
+                testkeeper_wire::OpCode::from_name(c.last_op).map_or(c.last_op, testkeeper_wire::OpCode::keeper_name);
             let _ = write!(out, ",sid=0x{:016x},lop={lop},est={},to={to}", c.session, c.established_ms);
             if c.last_xid >= 0 {
                 let _ = write!(out, ",lcxid=0x{:016x}", c.last_xid);
@@ -106,44 +107,6 @@ fn keeper_cons(e: &Engine) -> String {
     }
     out.push('\n');
     out
-}
-
-/// An op as Keeper names it (`Coordination::opNumToString`).
-fn keeper_op_name(op: testkeeper_wire::OpCode) -> &'static str {
-    use testkeeper_wire::OpCode as O;
-    match op {
-        O::CloseSession => "Close",
-        O::Error => "Error",
-        O::Create => "Create",
-        O::Create2 => "Create2",
-        O::Delete => "Remove",
-        O::Exists => "Exists",
-        O::GetData => "Get",
-        O::SetData => "Set",
-        O::GetAcl => "GetACL",
-        O::SetAcl => "SetACL",
-        O::GetChildren => "SimpleList",
-        O::Sync => "Sync",
-        O::Ping => "Heartbeat",
-        O::GetChildren2 => "List",
-        O::Check => "Check",
-        O::Multi => "Multi",
-        O::Reconfig => "Reconfig",
-        O::MultiRead => "MultiRead",
-        O::Auth => "Auth",
-        O::FilteredList => "FilteredList",
-        O::CheckNotExists => "CheckNotExists",
-        O::CreateIfNotExists => "CreateIfNotExists",
-        O::RemoveRecursive => "RemoveRecursive",
-        O::CreateSession => "SessionID",
-        O::CheckStat => "CheckStat",
-        O::AddWatch => "AddWatch",
-        O::CheckWatches => "CheckWatch",
-        O::RemoveWatches => "RemoveWatch",
-        O::SetWatches => "SetWatch",
-        O::SetWatches2 => "SetWatch2",
-        other => other.name(),
-    }
 }
 
 /// The (path, session) pairs the flavor's `wch*` words show.
