@@ -137,7 +137,7 @@ impl Engine {
         let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) else { return };
         let header = ReplyHeader { xid: WATCH_XID, zxid, err: 0 };
         let event = WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() };
-        self.queue_frame(conn, |out| {
+        self.queue_frame(conn, true, |out| {
             use testkeeper_wire::jute::Encode;
             testkeeper_wire::frame::put_frame(out, |out| {
                 header.encode(out);
@@ -148,7 +148,12 @@ impl Engine {
 
     /// Queues bytes (one or more whole frames) on a connection.
     pub fn send(&mut self, conn: u64, frame: &[u8]) {
-        self.queue_frame(conn, |out| out.extend_from_slice(frame));
+        self.queue_frame(conn, true, |out| out.extend_from_slice(frame));
+    }
+
+    /// Queues bytes without counting them as a sent packet (Keeper's handshake answer).
+    pub(crate) fn send_uncounted(&mut self, conn: u64, frame: &[u8]) {
+        self.queue_frame(conn, false, |out| out.extend_from_slice(frame));
     }
 
     /// Queues a reply frame on a connection.
@@ -156,27 +161,21 @@ impl Engine {
         if let Some(c) = self.conns.get_mut(&conn) {
             (c.last_zxid, c.last_err) = (zxid, err);
         }
-        self.queue_frame(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
+        self.queue_frame(conn, true, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
     }
 
     /// Encodes one frame into the connection's pending output (dropped if the connection is
     /// muted or gone). It reaches the writer at the next `flush`, in the order it was queued.
-    fn queue_frame(&mut self, conn: u64, encode: impl FnOnce(&mut BytesMut)) {
+    fn queue_frame(&mut self, conn: u64, counted: bool, encode: impl FnOnce(&mut BytesMut)) {
         if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
-            c.sent += 1;
-            self.stats.packets_sent += 1;
+            if counted {
+                c.sent += 1;
+                self.stats.packets_sent += 1;
+            }
             if c.out.is_empty() {
                 self.dirty.push(conn);
             }
             encode(&mut c.out);
-        }
-    }
-
-    /// Takes the last queued frame of `conn` back out of the packet counts (it stays queued).
-    pub(crate) fn uncount_sent(&mut self, conn: u64) {
-        if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.muted) {
-            c.sent -= 1;
-            self.stats.packets_sent -= 1;
         }
     }
 

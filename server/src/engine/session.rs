@@ -67,12 +67,13 @@ impl Engine {
     pub(crate) fn queue_handshake(&mut self, conn: u64, resp: &ConnectResponse) {
         let mut out = BytesMut::new();
         put_record(&mut out, resp);
-        self.send(conn, &out);
-        if !self.state.rules().zookeeper_sessions {
+        if self.state.rules().zookeeper_sessions {
+            self.send(conn, &out);
+        } else {
             // Keeper counts neither handshake packet (its TCP handler sends the answer before
             // it counts; ClickHouse's test_keeper_four_word_command sees Received 10, Sent 10
             // after a handshake and 10 creates): the request is not counted here either.
-            self.uncount_sent(conn);
+            self.send_uncounted(conn, &out);
         }
     }
 
