@@ -148,7 +148,7 @@ pub enum ZookeeperVersion {
     #[default]
     V3_8_0,
     /// The 3.9 line: 3.8.0 plus the client-visible changes listed on [`Rules`]
-    /// (`multi_create2_stat`, `watch_event_zxid`).
+    /// (`multi_create2_stat`, `watch_event_zxid`, and `watch_mode_overwrites` off).
     V3_9,
 }
 
@@ -179,6 +179,10 @@ impl Rules {
         if self.flavor == Flavor::Zookeeper && version == ZookeeperVersion::V3_9 {
             self.multi_create2_stat = true;
             self.watch_event_zxid = true;
+            // ZOOKEEPER-4466: 3.9's WatchManager keeps a set of modes per (watcher, path)
+            // (`WatchStats`), so a one-shot, a persistent and a recursive watch on one path
+            // coexist instead of the last one replacing the others.
+            self.watch_mode_overwrites = false;
         }
         self
     }
