@@ -24,6 +24,7 @@ mod serve_storage;
 mod serve_threads;
 mod sim;
 mod snapshot;
+mod snapshot_convert;
 
 use std::process::ExitCode;
 

@@ -53,6 +53,11 @@ pub struct ServeArgs {
     /// Keeper's 44 or 45 bytes (a client with an empty password sends 29).
     #[arg(long)]
     pub lenient_handshake: bool,
+    /// Start from another server's state, in memory: a ClickHouse Keeper snapshot file
+    /// (`snapshot_N.bin.zstd`, format V5 or V6) or a directory of them (the newest is read), or
+    /// a ZooKeeper data directory (`version-2/`: its newest snapshot and the txn logs after it).
+    #[arg(long, value_name = "PATH", conflicts_with = "data_dir")]
+    pub import: Option<std::path::PathBuf>,
     /// Super user digest, `super:<base64 sha1 of super:password>`.
     #[arg(long)]
     pub super_digest: Option<String>,
@@ -163,6 +168,7 @@ impl ServeArgs {
         cfg.tick_ms = self.tick_ms;
         cfg.container_check_ms = self.container_check_ms;
         cfg.lenient_handshake = self.lenient_handshake;
+        cfg.import = self.import.clone();
         if let Some(words) = &self.four_letter_words {
             cfg.four_letter_words =
                 if words.trim() == "*" { None } else { Some(words.split(',').map(|w| w.trim().to_string()).collect()) };
@@ -195,6 +201,10 @@ pub(crate) fn rand_seed() -> u64 {
 /// Bad flags, or an address that cannot be bound.
 pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     if args.cluster.enabled() {
+        if let Some(p) = &args.import {
+            let why = format!("--import {} starts one server in memory; it cannot start a cluster node", p.display());
+            return Err(crate::exit::CliError::Usage(why));
+        }
         return crate::serve_cluster::run(args).await;
     }
     let cfg = args.config().map_err(crate::exit::CliError::Usage)?;
@@ -207,6 +217,8 @@ pub async fn run(args: ServeArgs) -> Result<(), crate::exit::CliError> {
     let mut server = TestKeeper::start(cfg).await.map_err(|e| match &data_dir {
         // Recovery errors name the file, the index and what differed; nothing was changed.
         Some(dir) if e.kind() == std::io::ErrorKind::InvalidData => crate::data_dir::refused(dir, &e),
+        // An import that does not read names the file and what is wrong with it.
+        None if e.kind() == std::io::ErrorKind::InvalidData => e.to_string(),
         _ => format!("cannot listen on {}: {e}", args.listen.unwrap_or(DEFAULT_LISTEN)),
     })?;
     if let Some(l) = dir_lock.as_mut() {

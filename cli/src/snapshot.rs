@@ -35,6 +35,10 @@ enum SnapshotCommand {
     /// Print a snapshot's header and sessions, verify its checksum and digest; exit non-zero
     /// naming what differed.
     Inspect(InspectArgs),
+    /// Read a Keeper snapshot or a ZooKeeper data directory and write it as a Keeper snapshot.
+    Convert(crate::snapshot_convert::ConvertArgs),
+    /// Write a testkeeper snapshot (a file, or a data directory's newest) in another format.
+    Export(crate::snapshot_convert::ExportArgs),
 }
 
 /// Flags of `snapshot inspect`.
@@ -59,6 +63,8 @@ struct InspectArgs {
 pub fn run(args: SnapshotArgs) -> Result<(), crate::exit::CliError> {
     match args.command {
         SnapshotCommand::Inspect(a) => Ok(inspect(&a)?),
+        SnapshotCommand::Convert(a) => crate::snapshot_convert::convert(&a),
+        SnapshotCommand::Export(a) => crate::snapshot_convert::export(&a),
     }
 }
 

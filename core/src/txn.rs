@@ -168,6 +168,13 @@ impl Entry {
         Entry { index, term, zxid: 0, time_ms: 0, session: 0, txn: Txn::Noop, digest: None, origin: 0 }
     }
 
+    /// An entry another server logged (a ZooKeeper txn log being imported): its zxid, time and
+    /// session as that server decided them, at `index`, with no digest (the importer checks
+    /// the imported state as a whole).
+    pub fn foreign(index: u64, zxid: i64, time_ms: i64, session: i64, txn: Txn) -> Entry {
+        Entry { index, term: 1, zxid, time_ms, session, txn, digest: None, origin: 0 }
+    }
+
     /// Fault injection only: the entry as a replica with a corrupted copy would apply it (the
     /// data of its first create or setData gains a byte), so that replica's tree, and so its
     /// digest, diverge at this entry while the entry still carries the right digest.

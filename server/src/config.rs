@@ -63,6 +63,9 @@ pub struct ServerConfig {
     /// Keeper's 44 or 45 bytes (`KeeperTCPHandler::isHandShake`); a client that sends an empty
     /// password (29 bytes) can then connect. No effect on the zookeeper flavor.
     pub lenient_handshake: bool,
+    /// Start from another server's state instead of an empty tree: a Keeper snapshot file or
+    /// directory, or a ZooKeeper data directory (`interop::import`). In memory only.
+    pub import: Option<std::path::PathBuf>,
     /// Zookeeper flavor: which release to answer as (`--zookeeper-version`, default 3.8.0).
     pub zookeeper_version: crate::core::flavor::ZookeeperVersion,
     /// Session timeout bounds and the default for a client that asks for 0.
@@ -171,6 +174,7 @@ impl ServerConfig {
             flavor,
             max_frame: testkeeper_wire::frame::DEFAULT_MAX_FRAME,
             lenient_handshake: false,
+            import: None,
             zookeeper_version: crate::core::flavor::ZookeeperVersion::default(),
             min_session_timeout_ms: if keeper { 10_000 } else { 4_000 },
             max_session_timeout_ms: if keeper { 100_000 } else { 40_000 },

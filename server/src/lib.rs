@@ -21,6 +21,7 @@ pub mod faults;
 pub mod features;
 pub mod fourlw;
 pub mod http;
+pub mod interop;
 pub mod keeper_client;
 pub mod log;
 pub mod net;

@@ -169,7 +169,11 @@ impl Live {
             }
             v
         });
-        Live { addr, admin, tmp: tempfile::tempdir().unwrap(), server, _clients }
+        let tmp = tempfile::tempdir().unwrap();
+        // Commands run in this directory; the docs' example paths under tests/fixtures/ are
+        // the repository's.
+        std::os::unix::fs::symlink(repo_root().join("tests"), tmp.path().join("tests")).unwrap();
+        Live { addr, admin, tmp, server, _clients }
     }
 }
 

@@ -131,6 +131,36 @@ impl Engine {
     /// # Errors
     /// A data directory that cannot be recovered (see `storage::StorageError`).
     pub fn open(cfg: Arc<ServerConfig>, clock: Clock) -> Result<(Engine, Option<Recovery>), StorageError> {
+        if let (Some(_), Some(dir)) = (&cfg.import, &cfg.data_dir) {
+            return Err(StorageError::Mismatch {
+                file: dir.clone(),
+                what: "an import starts in memory and cannot be combined with a data directory".into(),
+            });
+        }
+        if let (Some(path), None) = (&cfg.import, &cfg.data_dir) {
+            let opts = Self::fresh_options(&cfg, clock.now_ms());
+            let imported = crate::interop::import(path, &opts).map_err(StorageError::Import)?;
+            if imported.digest_matches() == Some(false) {
+                tracing::warn!(
+                    stored = imported.stored_digest,
+                    tree = imported.state.tree().digest(),
+                    "the imported snapshot stores another digest than its tree has (Keeper counts its \
+                     /keeper system nodes, whose data differ between versions)"
+                );
+            }
+            let state = imported.state;
+            tracing::info!(
+                format = imported.format,
+                files = ?imported.files,
+                nodes = state.tree().len(),
+                sessions = state.sessions().len(),
+                zxid = format_args!("{:#x}", state.zxid()),
+                txns = imported.txns_applied,
+                "imported"
+            );
+            let log = Box::new(MemLog::new(cfg.retain_log, state.last_index()));
+            return Ok((Engine::with(cfg, clock, Start { state, log }), None));
+        }
         if cfg.data_dir.is_none() {
             return Ok((Engine::new(cfg, clock), None));
         }

@@ -63,6 +63,8 @@ pub enum StorageError {
         file: PathBuf,
         what: String,
     },
+    /// The state to import (`--import`) cannot be read.
+    Import(crate::interop::ImportError),
 }
 
 impl fmt::Display for StorageError {
@@ -77,6 +79,7 @@ impl fmt::Display for StorageError {
                 write!(f, "{file}: log entry at index {index} does not replay: {why}")
             }
             StorageError::Mismatch { file, what } => write!(f, "{}: {what}", file.display()),
+            StorageError::Import(e) => write!(f, "cannot import {e}"),
         }
     }
 }
