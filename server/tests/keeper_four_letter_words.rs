@@ -220,3 +220,38 @@ async fn dump_wchs_wchc_wchp_list_what_keeper_lists() {
     drop(zk);
     c.shutdown().await;
 }
+
+/// upstream `test_cmd_conf`: the server id, port, allow list and where the log and snapshots
+/// live (on a server with a data directory: its `log` and `snapshots`, on Keeper's local disks),
+/// in Keeper's order: the storage lines right after the allow list.
+#[tokio::test]
+async fn conf_names_the_storage_of_a_durable_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = testkeeper_server::embed::TestKeeper::builder()
+        .flavor(Flavor::Keeper)
+        .data_dir(dir.path())
+        .config(|c| c.four_letter_words = None)
+        .start()
+        .await
+        .unwrap();
+    let text = word(server.addr(), "conf").await;
+    let conf = table(&text, '=');
+    assert_eq!(conf["server_id"], "1");
+    assert_eq!(conf["tcp_port"], server.addr().port().to_string());
+    assert_eq!(conf["four_letter_word_allow_list"], "*");
+    assert!(!conf.contains_key("tcp_port_secure") && !conf.contains_key("superdigest"), "{text}");
+    assert_eq!(conf["log_storage_path"], dir.path().join("log").display().to_string());
+    assert_eq!(conf["log_storage_disk"], "LocalLogDisk");
+    assert_eq!(conf["snapshot_storage_path"], dir.path().join("snapshots").display().to_string());
+    assert_eq!(conf["snapshot_storage_disk"], "LocalSnapshotDisk");
+    let keys: Vec<&str> = text.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
+    let at = keys.iter().position(|k| *k == "four_letter_word_allow_list").unwrap();
+    assert_eq!(
+        keys[at + 1..at + 5],
+        ["log_storage_path", "log_storage_disk", "snapshot_storage_path", "snapshot_storage_disk"]
+    );
+    // In memory there is no storage to name.
+    let mem =
+        testkeeper_server::embed::TestKeeper::builder().config(|c| c.four_letter_words = None).start().await.unwrap();
+    assert!(!word(mem.addr(), "conf").await.contains("log_storage_path"));
+}
