@@ -46,6 +46,12 @@ impl ServerChild {
         &self.log
     }
 
+    /// Kills the process (SIGKILL) and reaps it; a later drop does nothing more.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The exit status if the process has already died, else `None`.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()

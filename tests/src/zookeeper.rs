@@ -114,6 +114,10 @@ pub struct ZooKeeperProcess {
     server: ServerChild,
     addr: SocketAddr,
     dir: TempDir,
+    config: ZooKeeperConfig,
+    /// The launch attempt that bound the port: its data directory is `data-<attempt>`.
+    attempt: usize,
+    restarts: usize,
 }
 
 impl ZooKeeperProcess {
@@ -144,12 +148,42 @@ impl ZooKeeperProcess {
         let mut last_err = String::new();
         for attempt in 1..=BIND_ATTEMPTS {
             match launch(&config, dir.path(), attempt) {
-                Ok((server, addr)) => return Ok(Self { server, addr, dir }),
+                Ok((server, addr)) => {
+                    return Ok(Self { server, addr, dir, config, attempt, restarts: 0 });
+                }
                 Err(Launch::PortTaken(msg)) => last_err = msg,
                 Err(Launch::Failed(msg)) => return Err(msg),
             }
         }
         Err(last_err)
+    }
+
+    /// The data directory (`dataDir`; ZooKeeper writes `version-2/` in it).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join(format!("data-{}", self.attempt))
+    }
+
+    /// Kills the server (SIGKILL); its data directory stays, for [`restart`](Self::restart).
+    pub fn stop(&mut self) {
+        self.server.stop();
+    }
+
+    /// Starts the server again on the same port and data directory (after [`stop`](Self::stop),
+    /// or killing the running one first), and waits until it serves.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.server.stop();
+        self.restarts += 1;
+        let conf_dir = self.dir.path().join("conf");
+        let log = self.dir.path().join(format!("zookeeper-restart-{}.log", self.restarts));
+        self.server = spawn_jvm(&self.config, &conf_dir, &conf_dir.join("zoo.cfg"), &log)?;
+        let deadline = Instant::now() + self.config.startup_timeout;
+        while !is_serving(self.addr) {
+            if self.server.exited().is_some() || Instant::now() >= deadline {
+                return Err(format!("ZooKeeper did not come back on {}: {}", self.addr, self.server.describe(40)));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
     }
 
     /// The client address, 127.0.0.1:<port>.
