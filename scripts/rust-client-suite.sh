@@ -14,10 +14,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 crate=zookeeper-client-0.11.2
 work=${RUST_CLIENT_SUITE_DIR:-$root/target/rust-client-suite}
 
-# Tests that need a ZooKeeper testkeeper is not: an ensemble (read-only mode, reconfig), a
-# server of the 3.3/3.4 line, SASL enforced at connect. TLS and SASL tests are behind cargo
-# features this run leaves off. docs/conformance.md lists each with its reason.
-SKIPPED=(test_zookeeper_old_server test_readonly test_update_ensemble test_auth_failed)
+# Tests that need a ZooKeeper testkeeper is not: an ensemble (read-only mode, reconfig), SASL
+# enforced at connect. TLS and SASL tests are behind cargo features this run leaves off.
+# docs/conformance.md lists each with its reason.
+SKIPPED=(test_readonly test_update_ensemble test_auth_failed)
 
 version=3.9
 skip=1
