@@ -5,83 +5,17 @@
 //! cluster node that has lost its leader. No request carries an extra header: curl's view.
 
 mod faults_support;
+#[allow(dead_code)] // each test binary uses part of it
+mod http_support;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use faults_support::{connect, start, within};
+use http_support::{expect, four_letter_word, get, post, req};
 use serde_json::Value;
 use testkeeper_server::cluster::embed::TestKeeperCluster;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-/// One response: status, lower-cased content type, body bytes.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    content_type: String,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
-    }
-}
-
-/// A four-letter word on the client port, as ClickHouse's `keeper_utils.send_4lw_cmd` sends it.
-async fn four_letter_word(addr: SocketAddr, word: &str) -> String {
-    within(async {
-        let mut s = TcpStream::connect(addr).await.expect("connect client port");
-        s.write_all(word.as_bytes()).await.unwrap();
-        let mut out = Vec::new();
-        s.read_to_end(&mut out).await.unwrap();
-        String::from_utf8_lossy(&out).into_owned()
-    })
-    .await
-}
-
-/// One HTTP/1.0 request, exactly as curl would send it (no Origin, no custom header).
-async fn req(addr: SocketAddr, method: &str, target: &str, headers: &[&str], body: &[u8]) -> Answer {
-    within(async {
-        let mut s = TcpStream::connect(addr).await.expect("connect http");
-        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-        let head =
-            format!("{method} {target} HTTP/1.0\r\nHost: {addr}\r\n{extra}Content-Length: {}\r\n\r\n", body.len());
-        s.write_all(head.as_bytes()).await.unwrap();
-        s.write_all(body).await.unwrap();
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).await.unwrap();
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
-        let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("status");
-        let content_type = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-type:"))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_default();
-        Answer { status, content_type, body: raw[split + 4..].to_vec() }
-    })
-    .await
-}
-
-async fn get(addr: SocketAddr, target: &str) -> Answer {
-    req(addr, "GET", target, &[], b"").await
-}
-
-async fn post(addr: SocketAddr, target: &str, body: &[u8]) -> Answer {
-    req(addr, "POST", target, &[], body).await
-}
-
-fn expect(a: &Answer, status: u16, body: &str) {
-    assert_eq!((a.status, a.text().as_str()), (status, body), "{a:?}");
-}
 
 const NOT_FOUND: &str = "Requested node not found.\n";
 const CONFLICT: &str = "Version conflict. Check the current version and try again.\n";
@@ -374,57 +308,4 @@ async fn storage_api_is_503_without_a_leader() {
     assert!(content.get("keeper_details").is_none(), "{content}");
     http.stop().await;
     cluster.shutdown().await;
-}
-
-/// `/api/v1/commands?command=` runs keeper-client's language on this server, in both flavors:
-/// the output of `testkeeper client -q` for the same line, under "result".
-async fn commands_line(flavor: Flavor) {
-    let mut tk = start(flavor, 1).await;
-    let h = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let q = |line: &str| format!("/api/v1/commands?command={}", urlencode(line));
-    let a = get(h, &q("create /shell 'a b'; create /shell/x 1; ls /shell; get /shell; exists /nope")).await;
-    assert_eq!((a.status, a.content_type.as_str()), (200, "application/json"), "{a:?}");
-    assert_eq!(a.json()["result"], "x\na b\n0\n", "{flavor:?}");
-    let a = get(h, &format!("{}&cwd=/shell", q("ls; get x; get_direct_children_number"))).await;
-    assert_eq!(a.json()["result"], "x\n1\n1\n", "{flavor:?}: relative to cwd");
-    let a = get(h, &q("ruok")).await;
-    assert_eq!(a.json()["result"], "imok\n");
-    // A failing statement stops the line: what ran before is kept, the error is keeper-client's.
-    let a = get(h, &q("get /shell; get /missing; ls /")).await;
-    assert_eq!(a.status, 400, "{a:?}");
-    let v = a.json();
-    assert_eq!(
-        (v["result"].as_str(), v["message"].as_str()),
-        (Some("a b\n"), Some("Coordination error: No node, path /missing"))
-    );
-    let a = get(h, &q("bogus /x")).await;
-    assert_eq!(a.status, 400);
-    assert!(a.json()["message"].as_str().unwrap().contains("unknown command 'bogus'"), "{a:?}");
-    assert_eq!(get(h, "/api/v1/commands").await.status, 400, "no command");
-    // A line that writes, from a page of another site, is refused; a read is not.
-    let foreign = ["Sec-Fetch-Site: cross-site"];
-    assert_eq!(req(h, "GET", &q("create /from_a_page x"), &foreign, b"").await.status, 403);
-    let zk = connect(&tk).await;
-    assert!(zk.exists("/from_a_page", false).await.unwrap().is_none());
-    let _ = zk.close().await;
-}
-
-/// Percent-encodes a query value (only what the lines above need).
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'/' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn a_keeper_client_line_over_http_keeper_flavor() {
-    commands_line(Flavor::Keeper).await;
-}
-
-#[tokio::test]
-async fn a_keeper_client_line_over_http_zookeeper_flavor() {
-    commands_line(Flavor::Zookeeper).await;
 }

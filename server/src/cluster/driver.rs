@@ -12,6 +12,7 @@
 //! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
 //! - `disk`: a disk below its margin: writes refused, leadership handed on, entries dropped.
 //! - `gate`: asking the leader how far to catch up before this follower serves reads.
+//! - `handle`: the running driver's handle: its input channel, stopping it.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
 //! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
@@ -21,6 +22,7 @@ mod ahead;
 mod dedup;
 mod disk;
 mod gate;
+mod handle;
 mod inbox;
 mod propose;
 mod ready;
@@ -29,7 +31,6 @@ mod role;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::Duration;
 // tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
 use tokio::time::Instant;
@@ -44,6 +45,8 @@ use super::net::Transport;
 use super::store::RaftStore;
 use super::{ClusterConfig, Input, NodeId, Role};
 use crate::engine::Shared;
+pub use handle::DriverHandle;
+use handle::Runs;
 
 /// How long a proposal may wait for a leader before it fails (Keeper's operation_timeout_ms).
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -105,53 +108,6 @@ pub struct Driver {
     /// leadership hand-off is done.
     disk_low: bool,
     handed_off: bool,
-}
-
-/// A running driver: its input channel, and its thread or task.
-pub struct DriverHandle {
-    pub tx: flume::Sender<Input>,
-    /// While true the driver neither ticks nor reads its input (a paused process).
-    pub paused: Arc<AtomicBool>,
-    runs: Runs,
-}
-
-enum Runs {
-    Thread(JoinHandle<()>),
-    Task(tokio::task::JoinHandle<()>),
-    Stopped,
-}
-
-impl DriverHandle {
-    /// Stops the driver and waits until it has.
-    pub async fn stop(&mut self) {
-        // A paused driver reads no input: it would never see the Stop.
-        self.paused.store(false, Ordering::Release);
-        let _ = self.tx.send(Input::Stop);
-        match std::mem::replace(&mut self.runs, Runs::Stopped) {
-            Runs::Thread(t) => {
-                let _ = tokio::task::spawn_blocking(move || t.join()).await;
-            }
-            Runs::Task(t) => {
-                let _ = t.await;
-            }
-            Runs::Stopped => {}
-        }
-    }
-}
-
-impl Drop for DriverHandle {
-    fn drop(&mut self) {
-        // A handle dropped without `stop`: a thread is waited for (it ends at its next turn),
-        // a task is cancelled (a drop cannot wait for it).
-        let _ = self.tx.send(Input::Stop);
-        match std::mem::replace(&mut self.runs, Runs::Stopped) {
-            Runs::Thread(t) => {
-                let _ = t.join();
-            }
-            Runs::Task(t) => t.abort(),
-            Runs::Stopped => {}
-        }
-    }
 }
 
 /// Why a driver did not start.

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use testkeeper_core::apply::Outcome;
 use testkeeper_core::propose::{Decide, Proposal};
-use testkeeper_core::state::State;
 use testkeeper_core::txn::{Entry, Txn};
 use testkeeper_wire::records::connect::ConnectResponse;
 use testkeeper_wire::{OpCode, Response};
@@ -19,7 +18,7 @@ use tracing::error;
 
 use super::reply::Shape;
 use super::Engine;
-use crate::log::{HardState, Log};
+use crate::log::HardState;
 
 /// Who waits for a proposed entry.
 #[derive(Debug)]
@@ -45,55 +44,6 @@ pub(crate) struct Waiter {
     /// cluster, whose id the leader decides).
     pub(crate) session: i64,
     reply: Reply,
-}
-
-/// Log and snapshot figures, for `lgif`, `mntr` and `/metrics`.
-#[derive(Debug, Clone, Default)]
-pub struct LogInfo {
-    pub first_index: u64,
-    pub last_index: u64,
-    pub last_term: u64,
-    pub durable_index: u64,
-    pub last_snapshot_index: u64,
-    pub last_snapshot_bytes: u64,
-    /// How long the last snapshot held the lock (copying the state), µs.
-    pub last_snapshot_copy_us: u64,
-    /// How long the last snapshot took off the lock (serialize, compress, write, fsync), µs.
-    pub last_snapshot_write_us: u64,
-    /// How long compacting the log below the last snapshot held the lock, µs.
-    pub last_compact_us: u64,
-    /// Snapshot writes that failed since start (each retried after a growing wait).
-    pub snapshot_failures: u64,
-    /// Flushes of the log, and the time they took.
-    pub syncs: u64,
-    pub sync_us_total: u64,
-    pub sync_us_max: u64,
-}
-
-impl LogInfo {
-    pub(crate) fn of(log: &dyn Log, state: &State) -> LogInfo {
-        LogInfo {
-            first_index: log.first_index(),
-            last_index: log.last_index(),
-            last_term: log.last_term(),
-            durable_index: log.last_index(),
-            last_snapshot_index: if log.first_index() > 1 { log.first_index() - 1 } else { 0 },
-            last_snapshot_bytes: 0,
-            last_snapshot_copy_us: 0,
-            last_snapshot_write_us: 0,
-            last_compact_us: 0,
-            snapshot_failures: 0,
-            syncs: 0,
-            sync_us_total: 0,
-            sync_us_max: 0,
-        }
-        .with_applied(state.last_index())
-    }
-
-    fn with_applied(mut self, applied: u64) -> LogInfo {
-        self.last_index = self.last_index.max(applied);
-        self
-    }
 }
 
 impl Engine {
