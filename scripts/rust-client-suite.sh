@@ -35,8 +35,8 @@ if [ -z "${TESTKEEPER_BIN:-}" ]; then
     TESTKEEPER_BIN=$root/target/debug/testkeeper
 fi
 
-# Fetch the published crate through cargo (checksum checked against the index), then unpack
-# a fresh copy each run so the patch always starts from the published file.
+# Fetch the published crate through cargo (checksum checked against the index); the patch
+# always starts from the published file.
 mkdir -p "$work/fetch/src"
 cat > "$work/fetch/Cargo.toml" <<TOML
 [package]
@@ -52,9 +52,15 @@ TOML
 touch "$work/fetch/src/lib.rs"
 cargo fetch --quiet --manifest-path "$work/fetch/Cargo.toml"
 file=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$crate.crate" | head -n 1)
-rm -rf "${work:?}/$crate"
-tar xzf "$file" -C "$work"
-python3 "$root/tests/rust-client/patch.py" "$work/$crate"
+# Unpacked and patched again only when the crate, the harness or the patch changed: a fresh
+# copy has new mtimes, and cargo would rebuild the suite (half a minute) on every run.
+stamp=$(cat "$file" "$root/tests/rust-client/harness.rs" "$root/tests/rust-client/patch.py" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$work/$crate.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -d "$work/$crate" ]; then
+    rm -rf "${work:?}/$crate"
+    tar xzf "$file" -C "$work"
+    python3 "$root/tests/rust-client/patch.py" "$work/$crate"
+    echo "$stamp" > "$work/$crate.stamp"
+fi
 
 skips=()
 if [ "$skip" = 1 ]; then
