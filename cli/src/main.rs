@@ -69,7 +69,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// A running server's faults, sessions and connections, through its admin endpoint.
     Faults(faults::FaultsArgs),
-    /// Look inside a data directory's snapshot files (`snapshot inspect FILE`).
+    /// Snapshot files: inspect testkeeper's, convert Keeper and ZooKeeper state to Keeper's,
+    /// export testkeeper's as Keeper's.
     Snapshot(snapshot::SnapshotArgs),
     /// For tests in other languages: an embedded cluster driven on stdin (docs/cluster.md).
     #[command(hide = true)]

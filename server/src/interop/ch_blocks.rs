@@ -48,6 +48,16 @@ pub fn decode(mut b: &[u8]) -> Result<Vec<u8>, Malformed> {
         }
         let payload = &block[9..];
         let bad = |why: String| Malformed { offset, why };
+        // The decompressed size is allocated up front: hold it to what the payload can expand
+        // to (LZ4 at most 255 to 1; stored blocks 1 to 1), so a short block cannot ask for a GiB.
+        let most = match method {
+            NONE => payload.len() as u64,
+            LZ4 => payload.len() as u64 * 255 + 16,
+            _ => u64::from(MAX_BLOCK),
+        };
+        if u64::from(plain) > most {
+            return Err(bad(format!("{plain} bytes cannot come out of a {}-byte payload", payload.len())));
+        }
         let data = match method {
             NONE => payload.to_vec(),
             LZ4 => lz4_flex::block::decompress(payload, plain as usize).map_err(|e| bad(format!("LZ4: {e}")))?,

@@ -98,7 +98,7 @@ pub fn read(raw: &[u8]) -> Result<Foreign, Malformed> {
     parse(&body).map_err(|e| Malformed { offset: e.offset, why: format!("{} (in the decompressed snapshot)", e.why) })
 }
 
-fn parse(body: &[u8]) -> Read<Foreign> {
+pub(crate) fn parse(body: &[u8]) -> Read<Foreign> {
     let mut c = Cursor::new(body);
     let version = c.u8("version")?;
     if !(5..=6).contains(&version) {

@@ -11,9 +11,11 @@
 //! - `ch_blocks`: ClickHouse's compressed block stream.
 //! - `keeper`: Keeper snapshot files, both ways.
 //! - `zookeeper`: ZooKeeper snapshots and txn logs.
+//! - `fuzzing`: the body of the `foreign_state` fuzz target.
 
-mod ch_blocks;
+pub(crate) mod ch_blocks;
 mod cursor;
+pub mod fuzzing;
 pub mod keeper;
 #[cfg(test)]
 mod tests;

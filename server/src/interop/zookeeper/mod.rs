@@ -8,8 +8,8 @@
 //! - `snap`: the snapshot file.
 //! - `txnlog`: txn log files, and turning their txns into the core's entries.
 
-mod snap;
-mod txnlog;
+pub(crate) mod snap;
+pub(crate) mod txnlog;
 
 use std::path::{Path, PathBuf};
 

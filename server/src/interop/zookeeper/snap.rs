@@ -32,7 +32,7 @@ pub fn read(bytes: &[u8], file: &Path) -> Result<Foreign, ImportError> {
     parse(bytes).map_err(|e| ImportError::Format { file: file.to_path_buf(), why: format!("ZooKeeper snapshot {e}") })
 }
 
-fn parse(b: &[u8]) -> Read<Foreign> {
+pub(crate) fn parse(b: &[u8]) -> Read<Foreign> {
     let mut c = Cursor::new(b);
     if c.be_i32("magic")? != MAGIC {
         return c.fail("not a ZooKeeper snapshot (magic ZKSN)");

@@ -114,6 +114,14 @@ impl Replay {
         Ok(())
     }
 
+    /// Decodes one txn (a record's bytes, after its checksum) and applies it: the fuzz
+    /// target's way in, past the checksums random bytes never match.
+    pub(crate) fn txn(&mut self, bytes: &[u8], file: &Path, state: &mut State) -> Result<(), ImportError> {
+        let format = |e: Malformed| ImportError::Format { file: file.to_path_buf(), why: e.to_string() };
+        let txn = decode(bytes).map_err(format)?;
+        self.apply(state, file, txn)
+    }
+
     fn apply(&mut self, state: &mut State, file: &Path, txn: Decoded) -> Result<(), ImportError> {
         let Decoded { session, zxid, time, changes } = txn;
         let content = |why: String| ImportError::Content { file: file.to_path_buf(), why };
