@@ -106,3 +106,16 @@ async fn a_bad_fault_rule_stops_the_builder() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("unknown fault kind"), "{err}");
 }
+
+#[tokio::test]
+async fn a_test_starts_from_a_keeper_snapshot_or_a_zookeeper_data_dir() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let keeper = TestKeeper::builder().import(fixtures.join("keeper")).start().await.unwrap();
+    assert_eq!(keeper.data("/clickhouse/task_queue/query-0000000000").as_deref(), Some(&b"CREATE TABLE t"[..]));
+    let zk = TestKeeper::builder().flavor(Flavor::Zookeeper).import(fixtures.join("zookeeper")).start().await.unwrap();
+    assert!(zk.exists("/bulk/n01") && zk.exists("/app/lock"));
+    let bad = TestKeeper::builder().import(fixtures.join("zookeeper/live-digests.json")).start().await;
+    let err = bad.err().expect("a JSON file is no snapshot");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("live-digests.json"), "{err}");
+}

@@ -63,6 +63,14 @@ impl Builder {
         self.tweak(move |c| c.data_dir = Some(dir))
     }
 
+    /// Start, in memory, from another server's state: a Keeper snapshot file or directory, or a
+    /// ZooKeeper data directory (`serve --import`; docs/import.md). `start` fails with
+    /// `InvalidData` naming the file when it does not read.
+    pub fn import(self, path: impl Into<PathBuf>) -> Builder {
+        let path = path.into();
+        self.tweak(move |c| c.import = Some(path))
+    }
+
     /// Bounds of negotiated session timeouts, ms (the default timeout is clamped into them).
     pub fn session_timeouts(self, min_ms: i32, max_ms: i32) -> Builder {
         self.tweak(move |c| {
