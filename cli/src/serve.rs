@@ -109,7 +109,7 @@ fn parse_zookeeper_version(s: &str) -> Result<ZookeeperVersion, String> {
     s.parse()
 }
 
-fn parse_flavor(s: &str) -> Result<Flavor, String> {
+pub(crate) fn parse_flavor(s: &str) -> Result<Flavor, String> {
     s.parse()
 }
 

@@ -29,7 +29,7 @@ pub struct ConvertArgs {
     #[arg(long)]
     out: PathBuf,
     /// The flavor whose system nodes fill in what the source lacks.
-    #[arg(long, default_value = "keeper", value_parser = parse_flavor)]
+    #[arg(long, default_value = "keeper", value_parser = crate::serve::parse_flavor)]
     flavor: Flavor,
 }
 
@@ -51,10 +51,6 @@ pub struct ExportArgs {
 enum ExportFormat {
     /// ClickHouse Keeper's snapshot file, format V6, zstd.
     Keeper,
-}
-
-fn parse_flavor(s: &str) -> Result<Flavor, String> {
-    s.parse()
 }
 
 fn options(flavor: Flavor) -> StateOptions {

@@ -83,8 +83,9 @@ fn format(e: crate::codec::CodecError) -> SnapshotError {
     SnapshotError::Format(e.0)
 }
 
-/// Every node in path order with its path.
-fn walk(state: &State, mut f: impl FnMut(&str, &NodeRef<'_>)) {
+/// Every node in path order (parents first, children by name) with its path; what a snapshot
+/// writes, and what an export to another server's format walks.
+pub fn walk(state: &State, mut f: impl FnMut(&str, &NodeRef<'_>)) {
     let root = state.tree.get("/").expect("invariant: the root exists");
     let mut stack: Vec<(String, NodeRef<'_>)> = vec![("/".to_string(), root)];
     while let Some((p, n)) = stack.pop() {

@@ -26,7 +26,7 @@ use testkeeper_core::state::{State, StateOptions};
 use testkeeper_wire::Acl;
 
 use super::cursor::{utf8, Cursor, LeWriter, Malformed, Read};
-use super::{build, read_file, walk, Foreign, ForeignNode, ImportError, Imported};
+use super::{build, read_file, Foreign, ForeignNode, ImportError, Imported};
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// The format `export` writes.
@@ -242,7 +242,7 @@ pub fn export(state: &State) -> Result<Vec<u8>, ExportError> {
     let mut lists: Vec<Vec<Acl>> = Vec::new();
     let mut nodes = Vec::new();
     let mut failure = None;
-    walk(state, |p, n| {
+    testkeeper_core::snapshot::walk(state, |p, n| {
         if failure.is_none() && state.tree().ttl_of(p) != 0 {
             failure = Some(ExportError::Ttl(p.to_string()));
         }

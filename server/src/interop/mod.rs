@@ -189,7 +189,7 @@ pub(crate) fn build(foreign: &Foreign, opts: &StateOptions, file: &Path) -> Resu
     // The flavor's system nodes (Keeper leaves /keeper's children out of its snapshots;
     // ZooKeeper's /zookeeper/config is made at start-up), as a fresh server has them.
     let mut missing = Vec::new();
-    walk(&genesis, |p, n| {
+    testkeeper_core::snapshot::walk(&genesis, |p, n| {
         if !have.contains(p) {
             let data = (!n.data_is_null()).then(|| n.data().to_vec());
             missing.push((p.to_string(), data, n.acl().clone(), n.stat, n.owner(), n.seq()));
@@ -205,15 +205,4 @@ pub(crate) fn build(foreign: &Foreign, opts: &StateOptions, file: &Path) -> Resu
     let max_session = foreign.sessions.iter().map(|(id, _)| id + 1).max().unwrap_or(0);
     let next = foreign.next_session_id.max(max_session).max(opts.rules.first_session_id);
     Ok(restore.finish(foreign.zxid, next, foreign.index, foreign.term))
-}
-
-/// Every node of `state` parents first, children by name.
-pub(crate) fn walk(state: &State, mut f: impl FnMut(&str, &testkeeper_core::tree::NodeRef<'_>)) {
-    let root = state.tree().get("/").expect("invariant: the root exists");
-    let mut stack = vec![("/".to_string(), root)];
-    while let Some((p, n)) = stack.pop() {
-        f(&p, &n);
-        let base = if p == "/" { String::new() } else { p.clone() };
-        stack.extend(n.children().into_iter().rev().map(|c| (format!("{base}/{}", c.name()), c)));
-    }
 }
