@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use tracing::warn;
 
-use super::store::Store;
+use super::store::{Released, Store};
 use super::values::{decode_hard, index_of, io, unseal, Meta, HARD, META};
 use super::SledLog;
 use crate::log::{chunk, HardState, LogError};
@@ -121,8 +121,14 @@ impl SledLog {
             let why = format!("the commit index {} lies beyond the last entry {last}", hard.commit);
             return Err(LogError::Corrupt { file: name, index: hard.commit, why });
         }
-        let store =
-            Arc::new(Store { db, staged: Mutex::default(), writing: Mutex::default(), appended: AtomicU64::new(last) });
+        let released = Released { lock_file: dir.join("db") };
+        let store = Arc::new(Store {
+            db,
+            staged: Mutex::default(),
+            writing: Mutex::default(),
+            appended: AtomicU64::new(last),
+            _released: released,
+        });
         let log = SledLog {
             dir: dir.to_path_buf(),
             first,

@@ -19,6 +19,37 @@ pub(super) struct Store {
     pub(super) writing: Mutex<()>,
     /// The last index appended (staged or in sled).
     pub(super) appended: AtomicU64,
+    /// Declared after `db`, so it drops after it: waits for sled to let go of the directory.
+    pub(super) _released: Released,
+}
+
+/// Waits, when dropped, until sled's lock on its directory is free again. Dropping the last
+/// `sled::Db` handle does not release it at once: write-backs sled handed to its own thread
+/// pool still hold the files for a moment. A server stopped and opened again in the same
+/// process (the embedding API's `restart`, `resume`, `reset`) then found the directory locked
+/// (`WouldBlock`), more often on a loaded machine; with this, a closed log has let go of it.
+pub(super) struct Released {
+    /// sled's lock file (`<dir>/db`, locked with `flock`).
+    pub(super) lock_file: std::path::PathBuf,
+}
+
+/// How long a closing log waits for sled's threads before it gives up (and says so).
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        let Ok(file) = std::fs::File::open(&self.lock_file) else { return };
+        let started = std::time::Instant::now();
+        // Taking the lock ourselves is the only way to learn it is free (it is released at
+        // once when `file` closes).
+        while let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+            if started.elapsed() > RELEASE_WAIT {
+                tracing::warn!(file = %self.lock_file.display(), "sled still holds its lock after the log closed");
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
 }
 
 impl Store {
@@ -66,5 +97,25 @@ impl Syncer for SledSyncer {
         };
         self.store.db.flush().map_err(|e| io("flushing the log", e))?;
         Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SledLog;
+    use crate::log::{HardState, Log};
+    use testkeeper_core::txn::Entry;
+
+    /// A closed log has let go of its directory: it opens again at once, every time, with
+    /// what was flushed in it (sled's pool threads held the lock a moment after the close).
+    #[test]
+    fn a_closed_log_opens_again_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 1..=100u64 {
+            let mut log = SledLog::open(dir.path(), true).unwrap_or_else(|e| panic!("round {round}: {e}")).log;
+            assert_eq!(log.last_index(), round - 1, "round {round}");
+            log.append(&[Entry::noop(round, 1)], HardState { term: 1, vote: 0, commit: round }).unwrap();
+            log.syncer().expect("write-behind has a syncer").sync().unwrap();
+        }
     }
 }
