@@ -178,3 +178,25 @@ async fn a_durable_cluster_killed_whole_keeps_what_it_acknowledged() {
     }
     c.shutdown().await;
 }
+
+/// A cluster dropped while a node is paused (a test that panicked between `pause` and
+/// `resume`, say) lets go of it: the paused driver's thread used to wait forever for a turn
+/// that never came, and the drop joined it, so the failing test hung instead of failing.
+#[test]
+fn dropping_a_cluster_with_a_paused_node_returns() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let c = TestKeeperCluster::start(3, ServerConfig::new(Flavor::Keeper), seed()).await.unwrap();
+            let leader = c.await_leader(WAIT).await.expect("a leader");
+            c.pause(leader);
+            // Past its next tick, the driver sits in its paused loop (a drop right after
+            // `pause` found it still waiting for input, where the Stop reached it).
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(c);
+        });
+        done.send(()).unwrap();
+    });
+    finished.recv_timeout(Duration::from_secs(60)).expect("dropping the cluster returned");
+}

@@ -42,7 +42,9 @@ impl DriverHandle {
 impl Drop for DriverHandle {
     fn drop(&mut self) {
         // A handle dropped without `stop`: a thread is waited for (it ends at its next turn),
-        // a task is cancelled (a drop cannot wait for it).
+        // a task is cancelled (a drop cannot wait for it). A paused thread would never take
+        // that turn: a test that panicked while it held a node paused hung in this join.
+        self.paused.store(false, Ordering::Release);
         let _ = self.tx.send(Input::Stop);
         match std::mem::replace(&mut self.runs, Runs::Stopped) {
             Runs::Thread(t) => {
