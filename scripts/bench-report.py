@@ -9,12 +9,15 @@ and rounds alternate between them so a noisy machine hurts both alike.
 Usage:
     scripts/bench-report.py [--quick] [--znodes N] [--no-profile] [--no-kazoo] [--no-java] [--no-watch-load]
                             [--no-durable] [--no-baseline] [--baseline-commit C | --baseline-bin BIN] [--start-znodes N]
-                            [--no-cluster] [--cluster-only] [--render-only] [--only-durability]
+                            [--no-cluster] [--cluster-only] [--launch-only] [--render-only] [--only-durability]
 
 --quick runs fewer ops and rounds (a smoke run, ~2 minutes); the committed report is the
 default run. --render-only rewrites the doc from the last run's files (after editing
 scripts/bench-report-notes.md, say) without measuring again. --cluster-only runs just the
-3-node cluster comparison (`bench --cluster`) and replaces its section in the existing doc. The raw JSON of every run stays in target/bench-report/.
+3-node cluster comparison (`bench --cluster`) and replaces its section in the existing doc;
+--launch-only does the same for the start time (`bench --launches`, spawn to the first imok
+against ZooKeeper, with testkeeper's own phases). The raw JSON of every run stays in
+target/bench-report/.
 
 Durability (issue 12): durable writes (`--durable`: testkeeper `--data-dir` with `--fsync always`
 against ZooKeeper with `forceSync=yes`, both under the system temp directory, one disk) at 1 and 32
@@ -59,6 +62,7 @@ KAZOO_SUITE = os.path.join(ROOT, "tests", "kazoo", "run_kazoo_suite.py")
 LOADGEN_SRC = os.path.join(ROOT, "scripts", "bench-java", "LoadGen.java")
 JAVA_SHAPES = [(8, 16), (1, 1)]  # (sessions, in flight per session) for the Java client
 WARMUP_OPS = 40000  # unmeasured Java-client ops per server before its rounds
+LAUNCHES = 15  # starts per server in the start-time section (`bench --launches`)
 BASELINE_COMMIT = "5042493"  # the last commit before the durable engine (issue 12)
 DURABLE_SHAPES = [(1, 1), (32, 1), (1, 16), (32, 16)]  # (sessions, in flight) for durable writes
 
@@ -738,8 +742,75 @@ def splice_durability(durable, baseline, start, commit):
     print("wrote", DOC)
 
 
+LAUNCH_TITLE = "## Start time\n"
+
+
+def launch_section(launch, embedded=None):
+    """Spawn to the first imok, testkeeper against ZooKeeper twice over (`bench --launches`)."""
+    L = [LAUNCH_TITLE]
+    if not launch:
+        return L + ["Not measured in this run.\n"]
+    n, ph = launch["starts"], launch["testkeeper_phases_us_median"]
+    jvm = " ".join(launch["zookeeper_fast_start_jvm"])
+    L.append(f"`testkeeper bench --launches {n}`: spawn of the process to the first `imok` answer to `ruok` (polled "
+             f"every {launch['poll_us']} µs), {n} starts of each, in turns of {launch['block']} starts: `testkeeper "
+             f"serve` in memory, ZooKeeper as the rest of this report runs it (`-Xmx1000m`, default GC), ZooKeeper "
+             f"tuned for a fast start (`{jvm}`); medians. Measured {launch.get('measured_at', '?')}.\n")
+    L.append("| server | spawn to imok, median ms | testkeeper starts |")
+    L.append("|---|---:|---:|")
+    L.append(f"| `testkeeper serve` | {launch['testkeeper_ms_median']:.2f} | |")
+    if launch.get("testkeeper_after_jvm_ms_median") is not None:
+        L.append(f"| `testkeeper serve`, the starts right after a JVM exited | "
+                 f"{launch['testkeeper_after_jvm_ms_median']:.2f} | |")
+    L.append(f"| ZooKeeper | {launch['zookeeper_ms_median']:.0f} | **{launch['times_faster']:.0f}x faster** |")
+    L.append(f"| ZooKeeper tuned for start | {launch['zookeeper_fast_start_ms_median']:.0f} | "
+             f"**{launch['times_faster_than_fast_start']:.0f}x faster** |")
+    if ph.get("total_us") is not None:
+        rest = launch["testkeeper_ms_median"] - ph["total_us"] / 1e3
+        L.append(f"\nWhere testkeeper's start goes (medians of its own `launch` log line, `RUST_LOG=launch=debug`): "
+                 f"parsing the arguments {ph['args_us'] / 1e3:.2f} ms, logging {ph['logging_us'] / 1e3:.2f} ms, the "
+                 f"runtime {ph['runtime_us'] / 1e3:.2f} ms, the server up to its announce (config, signals, engine, "
+                 f"bind) {ph['server_us'] / 1e3:.2f} ms: `main` to announce {ph['total_us'] / 1e3:.2f} ms. The other "
+                 f"{rest:.2f} ms are before `main` (exec, the dynamic loader) and after the announce (the bench's "
+                 "connect and `ruok`).")
+    embedded = launch.get("embedded") or embedded
+    if embedded:
+        L.append(f"\nEmbedded (`TestKeeper::start` in-process to `imok`): {embedded['start_to_imok_ms_median']:.3f} ms, "
+                 f"{launch['zookeeper_ms_median'] / embedded['start_to_imok_ms_median']:.0f}x faster than ZooKeeper.")
+    notes = os.path.join(ROOT, "scripts", "bench-report-launch-notes.md")
+    if os.path.exists(notes):
+        L.append("\n" + open(notes).read().rstrip("\n"))
+    return L + [""]
+
+
+def splice_launch_section(launch):
+    """--launch-only: replaces the start-time section of the existing doc (the rest stays)."""
+    text = open(DOC).read()
+    old = os.path.join(OUT, "vs-zk-s1-w1.json")
+    embedded = json.load(open(old)).get("embedded_start") if os.path.exists(old) else None
+    section = "\n".join(launch_section(launch, embedded)) + "\n"
+    start = text.index(LAUNCH_TITLE)
+    end = text.index("\n## ", start + 1) + 1
+    marker = text.find(BEGIN_DURABLE, start)
+    if marker != -1 and marker < end:
+        end = marker
+    text = text[:start] + section + text[end:]
+    with open(DOC, "w") as f:
+        f.write(text)
+    print("wrote", DOC)
+
+
+def launches(n):
+    """`bench --launches n`, stamped with when it ran (kept in its JSON for --render-only)."""
+    out = bench("launch", "--launches", n)["launch"]
+    out["measured_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    with open(os.path.join(OUT, "launch.json"), "w") as f:
+        json.dump({"launch": out}, f, indent=1)
+    return out
+
+
 def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, durable=None, baseline=None,
-              start=None, cluster=None):
+              start=None, cluster=None, launch=None):
     def vs(r):
         return r["summary"]["vs"]
 
@@ -779,17 +850,7 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, 
     L.append("\n![throughput vs sessions, synchronous](img/throughput-sync.png)\n")
     L.append("![throughput vs sessions, 16 in flight per session](img/throughput-pipelined.png)\n")
     L += java_section(java, runs)
-    L.append("## Start time\n")
-    tk = [r["targets"][0]["launch_to_imok_ms"] for r in runs.values()]
-    zk = [r["targets"][1]["launch_to_imok_ms"] for r in runs.values()]
-    tk_m, zk_m = sorted(tk)[len(tk) // 2], sorted(zk)[len(zk) // 2]
-    emb = runs[(1, 1)]["embedded_start"]["start_to_imok_ms_median"]
-    L.append(f"Spawn of the process to the first `imok` answer to `ruok` (polled every 1 ms), median of the "
-             f"{len(tk)} starts in this report:\n")
-    L.append(f"- `testkeeper serve`: {tk_m:.1f} ms; ZooKeeper JVM: {zk_m:.0f} ms: **{zk_m / tk_m:.0f}x faster** "
-             f"(ratio {fmt_ratio(tk_m / zk_m, 4)})")
-    L.append(f"- Embedded (`TestKeeper::start` in-process to `imok`): {emb:.3f} ms, "
-             f"**{zk_m / emb:.0f}x faster** than the ZooKeeper JVM\n")
+    L += launch_section(launch, runs[(1, 1)].get("embedded_start"))
     L += durability_block(durable, baseline, start, args.baseline_commit)
     L += kazoo_section(kazoo)
     L.append("## Memory per znode\n")
@@ -845,6 +906,8 @@ def main():
     ap.add_argument("--render-only", action="store_true", help="rewrite the doc from the last run's JSON")
     ap.add_argument("--only-durability", action="store_true",
                     help="measure only durable writes, the baseline and the big-snapshot start; rewrite only their sections")
+    ap.add_argument("--launch-only", action="store_true",
+                    help="measure only the start time (bench --launches) and replace its section in the existing doc")
     ap.add_argument("--baseline-bin", help="an already built baseline binary (skips building --baseline-commit)")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -862,13 +925,16 @@ def main():
         if args.cluster_only:
             splice_cluster_section(load("cluster"))
             return
+        if args.launch_only:
+            splice_launch_section(load("launch")["launch"])
+            return
         runs = {(s, w): load(f"vs-zk-s{s}-w{w}") for w in (1, 16) for s in (1, 4, 8, 32)}
         mem = load("memory") if os.path.exists(os.path.join(OUT, "memory.json")) else None
         prof = open(os.path.join(OUT, "profile.txt")).read()
         optional = lambda name: load(name) if os.path.exists(os.path.join(OUT, name + ".json")) else None  # noqa: E731
         write_doc(runs, load("digest-on-vs-off"), mem, prof, args, optional("kazoo-walltime"),
                   optional("java-crosscheck"), optional("watch-load"), durable or None, baseline or None, start,
-                  optional("cluster"))
+                  optional("cluster"), (optional("launch") or {}).get("launch"))
         return
     # The baseline first: its build takes minutes, and a failure should come before the long runs.
     base_bin = None if args.no_baseline else (args.baseline_bin or build_baseline(args.baseline_commit))
@@ -876,6 +942,9 @@ def main():
     ops, rounds = (4000, 3) if args.quick else (20000, 5)
     if args.cluster_only:
         splice_cluster_section(stamped(cluster_bench(ops, rounds)))
+        return
+    if args.launch_only:
+        splice_launch_section(launches(LAUNCHES))
         return
     if args.only_durability:
         baseline = None if base_bin is None else baseline_matrix(base_bin, ops, rounds)
@@ -894,6 +963,7 @@ def main():
     start = None
     if args.start_znodes:
         start = start_with_snapshot(min(args.start_znodes, 100_000) if args.quick else args.start_znodes, 3)
+    launch = launches(LAUNCHES)
     runs = matrix(ops, rounds)
     for w, name in ((1, "throughput-sync.png"), (16, "throughput-pipelined.png")):
         files = [os.path.join(OUT, f"vs-zk-s{s}-w{w}.json") for (s, ww) in runs if ww == w]
@@ -916,7 +986,7 @@ def main():
     prof = "not taken (--no-profile)" if args.no_profile else profile(6)
     with open(os.path.join(OUT, "profile.txt"), "w") as f:
         f.write(prof)
-    write_doc(runs, digest, mem, prof, args, kazoo, java, watch, durable, baseline, start, cluster)
+    write_doc(runs, digest, mem, prof, args, kazoo, java, watch, durable, baseline, start, cluster, launch)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ mod digest;
 mod exit;
 mod faults;
 mod keeper_xml;
+mod launch;
 mod logging;
 mod progress;
 mod proxy;
@@ -87,7 +88,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let began = std::time::Instant::now();
     let cli = Cli::parse();
+    let parsed = std::time::Instant::now();
     // The docs check (tests/tests/docs_commands.rs) parses every documented command line
     // without running it: flags and values checked exactly as a real run checks them.
     if std::env::var_os("TESTKEEPER_PARSE_ONLY").is_some_and(|v| !v.is_empty()) {
@@ -114,6 +117,7 @@ fn main() -> ExitCode {
         _ => logging::Quiet::Client,
     };
     logging::init(&cli.log_format, quiet);
+    let logged = std::time::Instant::now();
     // Without --threads, tokio's default (one per core, or TOKIO_WORKER_THREADS), except for a
     // cluster whose members all run on this host: they share its cores (serve_threads.rs).
     let threads = match &cli.command {
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    launch::set(launch::Marks { began, parsed, logging: logged, runtime: std::time::Instant::now() });
     // The simulation builds a runtime of its own per seed, on threads of its own.
     let command = match cli.command {
         Command::Sim(args) => return sim::run(args),

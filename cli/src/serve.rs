@@ -246,6 +246,7 @@ pub(crate) fn announce(addr: SocketAddr) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "testkeeper listening on {addr}");
     let _ = out.flush();
+    crate::launch::log_phases();
 }
 
 /// SIGINT and SIGTERM, registered up front.

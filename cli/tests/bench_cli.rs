@@ -49,6 +49,18 @@ fn bench_against_spawned_testkeeper_writes_json_and_plots() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether Debian's ZooKeeper is missing (said on stderr; a failure with
+/// TESTKEEPER_REQUIRE_EXTERNAL=1).
+fn zookeeper_missing() -> bool {
+    if std::path::Path::new("/usr/share/java/zookeeper.jar").is_file() {
+        return false;
+    }
+    let why = "Debian ZooKeeper (/usr/share/java/zookeeper.jar) not installed";
+    assert!(std::env::var_os("TESTKEEPER_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "{why}");
+    eprintln!("skipped: {why}");
+    true
+}
+
 #[test]
 fn bad_mix_is_refused() {
     let out = Command::new(env!("CARGO_BIN_EXE_testkeeper"))
@@ -65,10 +77,7 @@ fn bad_mix_is_refused() {
 /// TESTKEEPER_REQUIRE_EXTERNAL=1.
 #[test]
 fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
-    if !std::path::Path::new("/usr/share/java/zookeeper.jar").is_file() {
-        let why = "Debian ZooKeeper (/usr/share/java/zookeeper.jar) not installed";
-        assert!(std::env::var_os("TESTKEEPER_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "{why}");
-        eprintln!("skipped: {why}");
+    if zookeeper_missing() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("testkeeper-bench-cluster-test-{}", std::process::id()));
@@ -104,6 +113,35 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
     // Curator is measured or its absence named, never silently left out.
     let curator = &v["start"]["curator"];
     assert!(curator["median_ms"].as_f64().is_some() || curator["skipped"].as_str().is_some(), "{curator}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--launches 2`: two starts of each server, every figure in the JSON, and testkeeper's own
+/// phases read from its `launch` log line (they add up to at most the whole spawn-to-imok
+/// time). Needs Debian's ZooKeeper, as the cluster bench does.
+#[test]
+fn bench_launches_times_both_servers_and_testkeepers_phases() {
+    if zookeeper_missing() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("testkeeper-bench-launch-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("launch.json");
+    bench(&["--launches", "2", "--json", json.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    let l = &v["launch"];
+    for k in ["testkeeper_ms", "zookeeper_ms", "zookeeper_fast_start_ms", "testkeeper_phases_us"] {
+        assert_eq!(l[k].as_array().map(Vec::len), Some(2), "{k} in {l}");
+    }
+    let tk_ms = l["testkeeper_ms"][0].as_f64().unwrap();
+    let phases = &l["testkeeper_phases_us"][0];
+    let total = phases["total_us"].as_f64().expect("total_us");
+    let parts: f64 =
+        ["args_us", "logging_us", "runtime_us", "server_us"].iter().map(|k| phases[*k].as_f64().unwrap()).sum();
+    assert!(total > 0.0 && total <= tk_ms * 1e3, "main to announce {total} us within spawn to imok {tk_ms} ms");
+    assert!((parts - total).abs() <= 4.0, "the phases ({parts} us) add up to the total ({total} us): {phases}");
+    assert!(l["times_faster"].as_f64().is_some_and(f64::is_finite), "{l}");
+    assert!(l["embedded"]["start_to_imok_ms_median"].as_f64().is_some(), "{l}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

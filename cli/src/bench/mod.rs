@@ -12,6 +12,7 @@
 //! - `stats`: hdrhistogram recorders, error counts, medians.
 //! - `spawn`: starting this binary's `serve` (in memory or on a data directory), another
 //!   build's, or Debian's ZooKeeper, timing `imok`, VmRSS.
+//! - `launch`: `--launches`, spawn to the first `imok` against ZooKeeper, with testkeeper's phases.
 //! - `startup`: `--start-znodes`, start time with a big snapshot and the snapshot's lock time.
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
 //! - `report`: the summary (medians, ratios) and the embedded start time.
@@ -21,6 +22,7 @@
 
 mod cluster;
 mod ensemble;
+mod launch;
 mod load;
 mod mix;
 mod plot;
@@ -74,6 +76,12 @@ pub struct BenchArgs {
     /// snapshot of that tree holds the engine's lock.
     #[arg(long, value_name = "N", conflicts_with_all = ["target", "vs"])]
     pub start_znodes: Option<u64>,
+    /// Instead of a workload: spawn to the first `imok`, N starts each of `testkeeper serve`
+    /// (in memory) and of ZooKeeper as the bench runs it and tuned for a fast start (serial
+    /// GC, 64 MiB heap, C1 only), alternating; medians, ratios, and testkeeper's own phases.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000),
+          conflicts_with_all = ["target", "vs", "start_znodes", "cluster"])]
+    pub launches: Option<u64>,
     /// Timed restarts per server with --start-znodes.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub restarts: u64,
@@ -172,6 +180,11 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         );
         let out = startup::measure(n, args.value_size, seed, args.restarts as usize).await?;
         return Ok(write_json(args.json.as_deref(), &json!({ "start_with_snapshot": out }))?);
+    }
+    if let Some(n) = args.launches {
+        println!("bench: {n} start(s) per server, spawn to the first imok (polled every {:?})", spawn::IMOK_POLL);
+        let out = launch::measure(n as usize).await?;
+        return Ok(write_json(args.json.as_deref(), &json!({ "launch": out }))?);
     }
     if args.cluster {
         let plan = cluster::ClusterPlan {

@@ -32,6 +32,9 @@ pub struct Spawned {
     /// Spawn until it serves requests: `imok` for testkeeper (it listens once recovered),
     /// `srvr` reporting a Mode for ZooKeeper (whose `imok` can come before its data is loaded).
     pub launch_to_serving: Duration,
+    /// A testkeeper's own phases from `main` to its announce (`TkOptions::phases`): the
+    /// fields of its `launch` log line.
+    pub phases: Option<serde_json::Value>,
     child: Child,
     /// Its data directory, removed on drop unless `keep`.
     dir: Option<PathBuf>,
@@ -71,6 +74,8 @@ pub struct TkOptions {
     pub data_dir: Option<PathBuf>,
     /// `--fsync` with a data directory.
     pub fsync: Option<&'static str>,
+    /// Read the server's `launch` log line (`cli/src/launch.rs`) into [`Spawned::phases`].
+    pub phases: bool,
 }
 
 /// A fresh data directory under the system temp directory, named for `what`.
@@ -123,7 +128,12 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Polls `ruok` every millisecond from `start` until `imok`, the child dies, or time runs out.
+/// How long [`wait_imok`] sleeps between tries: short enough that a start of a millisecond or
+/// two is timed to a few percent (it was 1 ms, and then the poll was most of the error), long
+/// enough that the poller leaves the 2 cores to the server it waits for.
+pub const IMOK_POLL: Duration = Duration::from_micros(50);
+
+/// Polls `ruok` every [`IMOK_POLL`] from `start` until `imok`, the child dies, or time runs out.
 fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -> Result<Duration, String> {
     loop {
         if four_letter_word(addr, "ruok").is_ok_and(|a| a == "imok") {
@@ -137,7 +147,7 @@ fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -
             let _ = child.wait();
             return Err(format!("{label} did not answer ruok on {addr} within {STARTUP_TIMEOUT:?}"));
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(IMOK_POLL);
     }
 }
 
@@ -163,12 +173,33 @@ pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
         }
     }
     cmd.env("RUST_LOG", "warn").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    if opts.phases {
+        cmd.args(["--log-format", "json"]).env("RUST_LOG", "warn,launch=debug").stderr(Stdio::piped());
+    }
     let label = opts.label.unwrap_or("testkeeper");
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("spawning {} serve: {e}", exe.display()))?;
     let launch_to_imok = wait_imok(label, &mut child, addr, start)?;
+    // Written before the address was announced, so before `imok`: in the pipe by now.
+    let phases = child.stderr.take().and_then(launch_line);
     let dir = opts.data_dir.clone();
-    Ok(Spawned { label, addr, launch_to_imok, launch_to_serving: launch_to_imok, child, dir, keep: false })
+    Ok(Spawned { label, addr, launch_to_imok, launch_to_serving: launch_to_imok, phases, child, dir, keep: false })
+}
+
+/// The fields of the first `launch` line on a server's JSON log (or none, from a build that
+/// does not write it: its log ends, or stays silent for a second).
+fn launch_line(stderr: std::process::ChildStderr) -> Option<serde_json::Value> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A reader of its own: a line that never comes must not hold the bench.
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let found = std::io::BufReader::new(stderr).lines().map_while(Result::ok).find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(&l).ok()?;
+            (v["target"] == "launch").then(|| v["fields"].clone())
+        });
+        let _ = tx.send(found);
+    });
+    rx.recv_timeout(Duration::from_secs(1)).ok().flatten()
 }
 
 /// The JVM command that runs the ZooKeeper whose `zoo.cfg` is in `conf`, in `dir` (its log
@@ -177,6 +208,14 @@ pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
 /// # Errors
 /// The log configuration cannot be written.
 pub fn zookeeper_jvm(dir: &Path, conf: &Path) -> Result<Command, String> {
+    zookeeper_jvm_with(dir, conf, &[ZK_HEAP])
+}
+
+/// [`zookeeper_jvm`] with these JVM options instead of the heap size.
+///
+/// # Errors
+/// As [`zookeeper_jvm`].
+pub fn zookeeper_jvm_with(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, String> {
     let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
                  log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
                  log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
@@ -186,7 +225,7 @@ pub fn zookeeper_jvm(dir: &Path, conf: &Path) -> Result<Command, String> {
     cp.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
     let cp = std::env::join_paths(cp).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()));
-    cmd.current_dir(dir).arg("-cp").arg(cp).arg(ZK_HEAP);
+    cmd.current_dir(dir).arg("-cp").arg(cp).args(jvm);
     cmd.arg(format!("-Dlog4j.configuration=file:{}", props.display()));
     cmd.args(["-Dzookeeper.extendedTypesEnabled=true", "-Djava.awt.headless=true"]);
     cmd.arg("org.apache.zookeeper.server.quorum.QuorumPeerMain").arg(conf.join("zoo.cfg"));
@@ -208,6 +247,15 @@ pub fn zookeeper(force_sync: bool) -> Result<Spawned, String> {
 /// # Errors
 /// As [`zookeeper`].
 pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, String> {
+    zookeeper_in_with(dir, force_sync, &[ZK_HEAP])
+}
+
+/// [`zookeeper_in`] with these JVM options instead of the heap size (`bench --launches`
+/// starts it tuned for a fast start too).
+///
+/// # Errors
+/// As [`zookeeper`].
+pub fn zookeeper_in_with(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Result<Spawned, String> {
     if !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
         return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
     }
@@ -226,7 +274,7 @@ pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, 
         if force_sync { "yes" } else { "no" }
     );
     std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
-    let mut cmd = zookeeper_jvm(&dir, &conf)?;
+    let mut cmd = zookeeper_jvm_with(&dir, &conf, jvm)?;
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
     let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;
@@ -236,6 +284,7 @@ pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, 
         addr,
         launch_to_imok,
         launch_to_serving: launch_to_imok,
+        phases: None,
         child,
         dir: Some(dir),
         keep: false,
