@@ -49,6 +49,43 @@ fn bench_against_spawned_testkeeper_writes_json_and_plots() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--durable` with one synchronous session also measures the disk's floor in the same run:
+/// an in-memory server's write path and `fdatasync` of small appends, and the durable
+/// server's ratio to their sum. Shape only; no speed is asserted.
+#[test]
+fn a_durable_single_session_is_measured_against_the_disks_floor() {
+    let dir = std::env::temp_dir().join(format!("testkeeper-bench-floor-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("durable.json");
+    let mix = "create=25,get=0,set=50,delete=25,multi=0,list=0";
+    let args = ["--spawn-testkeeper", "--durable", "--mix", mix, "--ops", "100", "--rounds", "1", "--keys", "8"];
+    bench(&[&args[..], &["--json", json.to_str().unwrap()]].concat());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    let f = &v["floor"];
+    for k in ["write_path_us", "fdatasync_us_median", "floor_ops_per_sec", "durable_ops_per_sec", "ratio"] {
+        assert!(f[k].as_f64().is_some_and(|x| x.is_finite() && x > 0.0), "{k} in {f}");
+    }
+    assert!(f["durable_flush_ms_avg"].as_f64().is_some(), "the durable server's own flush time: {f}");
+    // Not with more than one write in flight: the floor is one session's.
+    bench(&[
+        "--spawn-testkeeper",
+        "--durable",
+        "--mix",
+        mix,
+        "--ops",
+        "100",
+        "--rounds",
+        "1",
+        "--pipeline",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["floor"].is_null(), "{}", v["floor"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether Debian's ZooKeeper is missing (said on stderr; a failure with
 /// TESTKEEPER_REQUIRE_EXTERNAL=1).
 fn zookeeper_missing() -> bool {

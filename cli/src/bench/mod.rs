@@ -12,6 +12,8 @@
 //! - `stats`: hdrhistogram recorders, error counts, medians.
 //! - `spawn`: starting this binary's `serve` (in memory or on a data directory), another
 //!   build's, or Debian's ZooKeeper, timing `imok`, VmRSS.
+//! - `floor`: with `--durable` and one synchronous session, the disk's floor: the in-memory
+//!   write path plus one `fdatasync` of a small append, measured in the same run.
 //! - `launch`: `--launches`, spawn to the first `imok` against ZooKeeper, with testkeeper's phases.
 //! - `startup`: `--start-znodes`, start time with a big snapshot and the snapshot's lock time.
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
@@ -22,6 +24,7 @@
 
 mod cluster;
 mod ensemble;
+mod floor;
 mod launch;
 mod load;
 mod mix;
@@ -271,6 +274,14 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
     let memory =
         if args.znodes > 0 { measure_memory(&targets, args.znodes, args.value_size, seed).await? } else { json!(null) };
     let embedded = if args.spawn_testkeeper { report::embedded_start().await? } else { json!(null) };
+    // One session, one write at a time: bounded by one flush per write, so measured against
+    // the disk's floor as well as against ZooKeeper.
+    let floor = match targets.first() {
+        Some(t) if args.durable && args.spawn_testkeeper && cfg.sessions == 1 && cfg.pipeline == 1 => {
+            floor::measure(t.addr, &cfg, args.rounds, seed, stats::median(&t.ops_per_sec)).await?
+        }
+        _ => json!(null),
+    };
 
     let out = json!({
         "config": {
@@ -284,6 +295,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         "summary": summary,
         "memory": memory,
         "embedded_start": embedded,
+        "floor": floor,
     });
     Ok(write_json(args.json.as_deref(), &out)?)
 }
