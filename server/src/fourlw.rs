@@ -20,6 +20,7 @@ use crate::core::digest::DIGEST_VERSION;
 use crate::core::flavor::Flavor;
 use crate::engine::Engine;
 use crate::engine::Shared;
+use testkeeper_wire::OpCode;
 
 /// Version string both flavors report; kazoo parses the digits of `zookeeper.version=`.
 pub const ZK_VERSION: &str = "3.8.0-testkeeper";
@@ -125,30 +126,21 @@ fn text(e: &mut Engine, word: &str, asker: Option<SocketAddr>) -> String {
 /// Of Keeper's list (`KeeperProfileEvents.cpp`) only the request and packet counters have a
 /// meaning here; the file, network and system events are left out rather than made up.
 fn pfev(e: &Engine) -> String {
-    let ops = |names: &[&str]| -> u64 { names.iter().filter_map(|n| e.stats.requests_by_op.get(n)).sum() };
+    use testkeeper_wire::opcode::KeeperEvent;
     let requests: u64 = e.stats.requests_by_op.values().sum();
-    let rows: [(&str, u64, &str); 12] = [
+    let mut rows = vec![
         ("KeeperPacketsSent", e.stats.packets_sent, "Packets sent by keeper server"),
         ("KeeperPacketsReceived", e.stats.packets_received, "Packets received by keeper server"),
         ("KeeperRequestTotal", requests, "Total requests number on keeper server"),
-        (
-            "KeeperCreateRequest",
-            ops(&["create", "create2", "createContainer", "createTTL", "createIfNotExists"]),
-            "Number of create requests",
-        ),
-        ("KeeperRemoveRequest", ops(&["delete", "tryRemove"]), "Number of remove requests"),
-        ("KeeperSetRequest", ops(&["setData"]), "Number of set requests"),
-        ("KeeperCheckRequest", ops(&["check", "checkNotExists", "checkStat"]), "Number of check requests"),
-        ("KeeperMultiRequest", ops(&["multi"]), "Number of multi requests"),
-        ("KeeperMultiReadRequest", ops(&["multiRead"]), "Number of multi read requests"),
-        ("KeeperGetRequest", ops(&["getData"]), "Number of get requests"),
-        (
-            "KeeperListRequest",
-            ops(&["getChildren", "getChildren2", "filteredList", "filteredListWithStatsAndData"]),
-            "Number of list requests",
-        ),
-        ("KeeperExistsRequest", ops(&["exists"]), "Number of exists requests"),
     ];
+    // Each request counter sums the ops the opcode table files under it.
+    for event in KeeperEvent::ALL {
+        let n = (OpCode::ALL.iter().filter(|op| op.keeper_event() == event))
+            .filter_map(|op| e.stats.requests_by_op.get(op.name()))
+            .sum();
+        let (name, doc) = event.describe();
+        rows.push((name, n, doc));
+    }
     rows.iter().map(|(name, n, doc)| format!("{name}\t{n}\t{doc}\n")).collect()
 }
 

@@ -1,12 +1,13 @@
 //! The per-op table: every operation code (`ZooDefs.OpCode` plus ClickHouse Keeper's
 //! extensions) on one line with everything the rest of the code asks of an op: its number and
 //! protocol name, its [`Class`] (how the server's dispatch runs it), which [`Servers`] know it
-//! (what each flavor accepts) and its [`Reply`] body (what a successful write answers).
+//! (what each flavor accepts), its [`Reply`] body (what a successful write answers) and the
+//! [`KeeperEvent`] Keeper's `pfev` counts it under.
 //!
 //! Adding an operation means its record (in `records/`, with its `Request` variant and
 //! codec arms in `request.rs`), its op file (the core's `prepare/` for a write, `read.rs` for
-//! a read), and one line here; the server's dispatch, its replies and each flavor's op list
-//! read the line, and no other list of ops exists.
+//! a read), and one line here; the server's dispatch, its replies, each flavor's op list and
+//! the `pfev` counters read the line, and no other list of ops exists.
 
 /// Reserved xid of watch notifications.
 pub const WATCH_XID: i32 = -1;
@@ -57,8 +58,55 @@ pub enum Reply {
     Stat,
 }
 
+/// The request counter ClickHouse Keeper's `pfev` counts an op under (its
+/// `ProfileEvents::Keeper*Request`, `KeeperProfileEvents.cpp`), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeeperEvent {
+    None,
+    Create,
+    Remove,
+    Set,
+    Check,
+    Multi,
+    MultiRead,
+    Get,
+    List,
+    Exists,
+}
+
+impl KeeperEvent {
+    /// Every counter, in the order `pfev` prints them.
+    pub const ALL: [KeeperEvent; 9] = [
+        KeeperEvent::Create,
+        KeeperEvent::Remove,
+        KeeperEvent::Set,
+        KeeperEvent::Check,
+        KeeperEvent::Multi,
+        KeeperEvent::MultiRead,
+        KeeperEvent::Get,
+        KeeperEvent::List,
+        KeeperEvent::Exists,
+    ];
+
+    /// The event's name and Keeper's description of it.
+    pub fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            KeeperEvent::None => ("", ""),
+            KeeperEvent::Create => ("KeeperCreateRequest", "Number of create requests"),
+            KeeperEvent::Remove => ("KeeperRemoveRequest", "Number of remove requests"),
+            KeeperEvent::Set => ("KeeperSetRequest", "Number of set requests"),
+            KeeperEvent::Check => ("KeeperCheckRequest", "Number of check requests"),
+            KeeperEvent::Multi => ("KeeperMultiRequest", "Number of multi requests"),
+            KeeperEvent::MultiRead => ("KeeperMultiReadRequest", "Number of multi read requests"),
+            KeeperEvent::Get => ("KeeperGetRequest", "Number of get requests"),
+            KeeperEvent::List => ("KeeperListRequest", "Number of list requests"),
+            KeeperEvent::Exists => ("KeeperExistsRequest", "Number of exists requests"),
+        }
+    }
+}
+
 macro_rules! ops {
-    ($( $(#[$doc:meta])* $name:ident = $val:literal, $wire_name:literal, $keeper_name:literal, $class:ident, $servers:ident, $reply:ident; )*) => {
+    ($( $(#[$doc:meta])* $name:ident = $val:literal, $wire_name:literal, $keeper_name:literal, $class:ident, $servers:ident, $reply:ident, $event:ident; )*) => {
         /// An operation code as carried in `RequestHeader.type`.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(i32)]
@@ -101,6 +149,11 @@ macro_rules! ops {
             pub fn reply(self) -> Reply {
                 match self { $(OpCode::$name => Reply::$reply,)* }
             }
+
+            /// The `pfev` counter Keeper counts it under.
+            pub fn keeper_event(self) -> KeeperEvent {
+                match self { $(OpCode::$name => KeeperEvent::$event,)* }
+            }
         }
 
         impl TryFrom<i32> for OpCode {
@@ -113,58 +166,58 @@ macro_rules! ops {
 }
 
 ops! {
-    // name = code, wire name, Keeper's name, class, servers, reply;
+    // name = code, wire name, Keeper's name, class, servers, reply, pfev counter;
     /// A watch notification (server to client only).
-    Notification = 0, "notification", "notification", Internal, Neither, Empty;
-    Create = 1, "create", "Create", Write, Both, Path;
-    Delete = 2, "delete", "Remove", Write, Both, Empty;
-    Exists = 3, "exists", "Exists", Read, Both, Empty;
-    GetData = 4, "getData", "Get", Read, Both, Empty;
-    SetData = 5, "setData", "Set", Write, Both, Stat;
-    GetAcl = 6, "getACL", "GetACL", Read, Both, Empty;
-    SetAcl = 7, "setACL", "SetACL", Write, Both, Stat;
-    GetChildren = 8, "getChildren", "SimpleList", Read, Both, Empty;
-    Sync = 9, "sync", "Sync", Read, Both, Empty;
-    Ping = 11, "ping", "Heartbeat", Local, Both, Empty;
-    GetChildren2 = 12, "getChildren2", "List", Read, Both, Empty;
-    Check = 13, "check", "Check", Check, Both, Empty;
-    Multi = 14, "multi", "Multi", Write, Both, Empty;
-    Create2 = 15, "create2", "Create2", Write, Both, PathStat;
-    Reconfig = 16, "reconfig", "Reconfig", Local, Both, Empty;
-    CheckWatches = 17, "checkWatches", "CheckWatch", Local, Both, Empty;
-    RemoveWatches = 18, "removeWatches", "RemoveWatch", Local, Both, Empty;
-    CreateContainer = 19, "createContainer", "createContainer", Write, Both, PathStat;
+    Notification = 0, "notification", "notification", Internal, Neither, Empty, None;
+    Create = 1, "create", "Create", Write, Both, Path, Create;
+    Delete = 2, "delete", "Remove", Write, Both, Empty, Remove;
+    Exists = 3, "exists", "Exists", Read, Both, Empty, Exists;
+    GetData = 4, "getData", "Get", Read, Both, Empty, Get;
+    SetData = 5, "setData", "Set", Write, Both, Stat, Set;
+    GetAcl = 6, "getACL", "GetACL", Read, Both, Empty, None;
+    SetAcl = 7, "setACL", "SetACL", Write, Both, Stat, None;
+    GetChildren = 8, "getChildren", "SimpleList", Read, Both, Empty, List;
+    Sync = 9, "sync", "Sync", Read, Both, Empty, None;
+    Ping = 11, "ping", "Heartbeat", Local, Both, Empty, None;
+    GetChildren2 = 12, "getChildren2", "List", Read, Both, Empty, List;
+    Check = 13, "check", "Check", Check, Both, Empty, Check;
+    Multi = 14, "multi", "Multi", Write, Both, Empty, Multi;
+    Create2 = 15, "create2", "Create2", Write, Both, PathStat, Create;
+    Reconfig = 16, "reconfig", "Reconfig", Local, Both, Empty, None;
+    CheckWatches = 17, "checkWatches", "CheckWatch", Local, Both, Empty, None;
+    RemoveWatches = 18, "removeWatches", "RemoveWatch", Local, Both, Empty, None;
+    CreateContainer = 19, "createContainer", "createContainer", Write, Both, PathStat, Create;
     /// Internal: the container reaper's delete. Never accepted from clients.
-    DeleteContainer = 20, "deleteContainer", "deleteContainer", Internal, Neither, Empty;
-    CreateTtl = 21, "createTTL", "createTTL", Write, Both, PathStat;
-    MultiRead = 22, "multiRead", "MultiRead", Read, Both, Empty;
-    Auth = 100, "auth", "Auth", Local, Both, Empty;
-    SetWatches = 101, "setWatches", "SetWatch", Local, Both, Empty;
-    Sasl = 102, "sasl", "sasl", Internal, Neither, Empty;
-    GetEphemerals = 103, "getEphemerals", "getEphemerals", Read, ZooKeeper, Empty;
-    GetAllChildrenNumber = 104, "getAllChildrenNumber", "getAllChildrenNumber", Read, ZooKeeper, Empty;
-    SetWatches2 = 105, "setWatches2", "SetWatch2", Local, Both, Empty;
-    AddWatch = 106, "addWatch", "AddWatch", Local, Both, Empty;
-    WhoAmI = 107, "whoAmI", "whoAmI", Read, ZooKeeper, Empty;
+    DeleteContainer = 20, "deleteContainer", "deleteContainer", Internal, Neither, Empty, None;
+    CreateTtl = 21, "createTTL", "createTTL", Write, Both, PathStat, Create;
+    MultiRead = 22, "multiRead", "MultiRead", Read, Both, Empty, MultiRead;
+    Auth = 100, "auth", "Auth", Local, Both, Empty, None;
+    SetWatches = 101, "setWatches", "SetWatch", Local, Both, Empty, None;
+    Sasl = 102, "sasl", "sasl", Internal, Neither, Empty, None;
+    GetEphemerals = 103, "getEphemerals", "getEphemerals", Read, ZooKeeper, Empty, None;
+    GetAllChildrenNumber = 104, "getAllChildrenNumber", "getAllChildrenNumber", Read, ZooKeeper, Empty, None;
+    SetWatches2 = 105, "setWatches2", "SetWatch2", Local, Both, Empty, None;
+    AddWatch = 106, "addWatch", "AddWatch", Local, Both, Empty, None;
+    WhoAmI = 107, "whoAmI", "whoAmI", Read, ZooKeeper, Empty, None;
     /// ClickHouse Keeper: getChildren2 with a persistent/ephemeral filter.
-    FilteredList = 500, "filteredList", "FilteredList", Read, Keeper, Empty;
+    FilteredList = 500, "filteredList", "FilteredList", Read, Keeper, Empty, List;
     /// ClickHouse Keeper: check that a node does not exist.
-    CheckNotExists = 501, "checkNotExists", "CheckNotExists", Check, Keeper, Empty;
+    CheckNotExists = 501, "checkNotExists", "CheckNotExists", Check, Keeper, Empty, Check;
     /// ClickHouse Keeper: create that succeeds when the node already exists.
-    CreateIfNotExists = 502, "createIfNotExists", "CreateIfNotExists", Write, Keeper, Path;
+    CreateIfNotExists = 502, "createIfNotExists", "CreateIfNotExists", Write, Keeper, Path, Create;
     /// ClickHouse Keeper: delete a subtree, bounded by a node limit.
-    RemoveRecursive = 503, "removeRecursive", "RemoveRecursive", Write, Keeper, Empty;
+    RemoveRecursive = 503, "removeRecursive", "RemoveRecursive", Write, Keeper, Empty, None;
     /// ClickHouse Keeper: check selected stat fields.
-    CheckStat = 504, "checkStat", "CheckStat", Check, Keeper, Empty;
+    CheckStat = 504, "checkStat", "CheckStat", Check, Keeper, Empty, Check;
     /// ClickHouse Keeper: delete that succeeds when the node is absent.
-    TryRemove = 505, "tryRemove", "tryRemove", Write, Keeper, Empty;
+    TryRemove = 505, "tryRemove", "tryRemove", Write, Keeper, Empty, Remove;
     /// ClickHouse Keeper: filtered list returning each child's stat and data.
-    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", "filteredListWithStatsAndData", Read, Keeper, Empty;
+    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", "filteredListWithStatsAndData", Read, Keeper, Empty, List;
     /// ClickHouse Keeper: list a whole subtree.
-    ListRecursive = 507, "listRecursive", "listRecursive", Read, Keeper, Empty;
-    CloseSession = -11, "closeSession", "Close", Write, Both, Empty;
-    CreateSession = -10, "createSession", "SessionID", Internal, Neither, Empty;
-    Error = -1, "error", "Error", Internal, Neither, Empty;
+    ListRecursive = 507, "listRecursive", "listRecursive", Read, Keeper, Empty, None;
+    CloseSession = -11, "closeSession", "Close", Write, Both, Empty, None;
+    CreateSession = -10, "createSession", "SessionID", Internal, Neither, Empty, None;
+    Error = -1, "error", "Error", Internal, Neither, Empty, None;
 }
 
 impl OpCode {
@@ -196,6 +249,8 @@ mod tests {
             assert_eq!(op.servers() == Servers::Keeper, (op as i32) >= 500, "{op:?}");
             // Only writes answer with a body of their own.
             assert!(op.reply() == Reply::Empty || op.class() == Class::Write, "{op:?}");
+            // Only what clients send is counted by `pfev`.
+            assert!(op.keeper_event() == KeeperEvent::None || op.class() != Class::Internal, "{op:?}");
             // What no client may send is in no server's list.
             assert_eq!(op.class() == Class::Internal, op.servers() == Servers::Neither, "{op:?}");
         }
