@@ -126,7 +126,7 @@ impl Engine {
         if self.state.rules().zookeeper_sessions {
             let conns: Vec<u64> = self.conns.keys().copied().collect();
             for c in conns {
-                self.close_conn(c);
+                self.conns.close(c);
             }
         }
     }
@@ -270,7 +270,7 @@ impl Engine {
             self.sessions.keys().filter(|id| !self.state.sessions().contains_key(id)).copied().collect();
         for id in gone {
             if let Some(conn) = self.forget_session(id) {
-                self.close_conn(conn);
+                self.conns.close(conn);
             }
         }
         let ids: Vec<i64> = self.state.sessions().keys().copied().collect();
@@ -297,7 +297,7 @@ impl Engine {
         self.stop_reason = Some(why);
         let conns: Vec<u64> = self.conns.keys().copied().collect();
         for c in conns {
-            self.close_conn(c);
+            self.conns.close(c);
         }
     }
 

@@ -198,7 +198,7 @@ impl TestKeeper {
         let mut e = self.shared.engine();
         let conns: Vec<u64> = e.conns.keys().copied().collect();
         for c in conns {
-            e.close_conn(c);
+            e.conns.close(c);
             e.disconnect(c);
         }
     }

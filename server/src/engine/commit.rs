@@ -182,7 +182,7 @@ impl Engine {
                     self.answer(w, &entry, &applied.outcome);
                 }
                 if let Some(conn) = self.forget_session(id) {
-                    self.close_conn(conn);
+                    self.conns.close(conn);
                 }
             }
             ref outcome => {
@@ -215,7 +215,7 @@ impl Engine {
                 if *outcome == Outcome::Failed(testkeeper_wire::ZkError::SessionMoved) {
                     // ZooKeeper: "session moved is a connection level error" (ZOOKEEPER-710):
                     // the connection closes without a reply (FinalRequestProcessor).
-                    self.close_conn(conn);
+                    self.conns.close(conn);
                     self.finished(conn, xid, shape.op, shape.path.as_deref(), started);
                     self.done(session);
                     return;
@@ -284,7 +284,7 @@ impl Engine {
         match w.reply {
             Reply::Client { conn, xid, started, .. } => Some((w.session, conn, xid, started)),
             Reply::Handshake { conn, .. } | Reply::Close { conn, .. } | Reply::SessionAgain { conn } => {
-                self.close_conn(conn);
+                self.conns.close(conn);
                 self.done_for(w.session);
                 None
             }

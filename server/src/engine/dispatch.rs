@@ -159,7 +159,7 @@ impl Engine {
             Work::Unknown(op) => {
                 debug!(op, "unknown opcode: replying UNIMPLEMENTED and closing, as ZooKeeper does");
                 self.reply(conn, xid, -1, ZkError::Unimplemented.code(), &Response::Empty);
-                self.close_conn(conn);
+                self.conns.close(conn);
             }
             Work::Req(Request::Close) => {
                 if let Some(rt) = self.sessions.get_mut(&session) {
@@ -194,7 +194,7 @@ impl Engine {
                 self.finished(conn, xid, op, path.as_deref(), started);
             }
             Work::Req(req) if self.is_write_req(&req) => {
-                let auth = self.auth_of(conn);
+                let auth = self.conns.auth_of(conn);
                 let shape = Shape::of(&req);
                 self.propose(
                     session,
@@ -242,7 +242,7 @@ impl Engine {
                         self.reply(conn, xid, zxid, e.code(), &Response::Empty);
                         // ZooKeeper closes the connection after AUTHFAILED; Keeper keeps it.
                         if auth_zk {
-                            self.close_conn(conn);
+                            self.conns.close(conn);
                         }
                     }
                 }
@@ -288,14 +288,14 @@ impl Engine {
             Request::Reconfig => self.reply(conn, xid, zxid, ZkError::ReconfigDisabled.code(), &Response::Empty),
             Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) => {
                 // Keeper serves a standalone check locally, like a read: no zxid.
-                let auth = self.auth_of(conn);
+                let auth = self.conns.auth_of(conn);
                 let view = View::committed(self.state.tree());
                 let err =
                     decide(&self.state, &view, &req, &Ctx { session, auth: &auth }).err().map_or(0, ZkError::code);
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             req => {
-                let auth = self.auth_of(conn);
+                let auth = self.conns.auth_of(conn);
                 let result = self.state.read(&req, &auth, session);
                 for (kind, path) in reply::watches_to_register(&req, &result) {
                     self.watches.add(kind, path, session, self.state.rules());

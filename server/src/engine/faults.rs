@@ -43,7 +43,7 @@ impl Engine {
         }
         match fired.action {
             Action::Reset => {
-                self.queue_out(conn, Out::Reset);
+                self.conns.queue_out(conn, Out::Reset);
                 Step::Done(Flow::Close)
             }
             Action::DropRequest => Step::Done(Flow::Close),
@@ -63,7 +63,7 @@ impl Engine {
                 // writes the reply and everything after it, in order.
                 let d = fired.delay.unwrap_or(base);
                 if !d.is_zero() {
-                    self.queue_out(conn, Out::Delay(d));
+                    self.conns.queue_out(conn, Out::Delay(d));
                 }
                 Step::Dispatch
             }

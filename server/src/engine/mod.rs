@@ -61,7 +61,7 @@ use crate::log::memory::MemLog;
 use crate::log::Log;
 use crate::storage::snapshotter::Snapshotter;
 use crate::storage::{Recovery, StorageError};
-pub use conns::{ConnInfo, Out};
+pub use conns::{ConnInfo, Conns, Out};
 pub use dispatch::Flow;
 pub use log_info::LogInfo;
 pub use session::{Handshake, SessionRt};
@@ -100,7 +100,7 @@ pub struct Engine {
     commit_on_append: bool,
     pub(crate) watches: Watches,
     pub(crate) sessions: HashMap<i64, SessionRt, FixedState>,
-    pub(crate) conns: HashMap<u64, ConnInfo, FixedState>,
+    pub(crate) conns: Conns,
     pub(crate) stats: Stats,
     /// Fault rules, their seeded generator and the log of fired faults.
     pub(crate) faults: Faults,
@@ -108,9 +108,6 @@ pub struct Engine {
     pub(crate) log_info: LogInfo,
     /// The snapshot schedule, with a data directory.
     snapshotter: Option<Snapshotter>,
-    next_conn: u64,
-    /// Connections whose `out` may hold frames (duplicates are harmless).
-    dirty: Vec<u64>,
     last_gc_ms: i64,
     /// Shut down or crashed: nothing more is served (see `release_storage`).
     pub(crate) stopped: bool,
@@ -242,12 +239,10 @@ impl Engine {
             commit_on_append,
             watches: Watches::default(),
             sessions,
-            conns: HashMap::default(),
+            conns: Conns::starting_at(1),
             stats: Stats::default(),
             log_info,
             snapshotter,
-            next_conn: 1,
-            dirty: Vec::new(),
             last_gc_ms: now,
             stopped: false,
             stop_reason: None,
@@ -319,7 +314,7 @@ impl Engine {
             }
         }
         self.poll_snapshot(true);
-        self.flush_replies();
+        self.conns.flush_all();
     }
 
     /// Stops serving for good and lets go of the data directory (so it can be opened again):

@@ -144,7 +144,7 @@ impl Engine {
                 if let Some(c) = self.conns.get_mut(&old) {
                     c.session = 0;
                 }
-                self.close_conn(old);
+                self.conns.close(old);
             }
             self.bind(conn, id);
             // In a cluster the session may have come from another node: the leader records

@@ -98,13 +98,14 @@ impl Shared {
         e.finish();
         let conns: Vec<u64> = e.conns.keys().copied().collect();
         for c in conns {
-            e.close_conn(c);
+            e.conns.close(c);
             e.disconnect(c);
         }
         e.release_storage();
-        let next_conn = e.next_conn;
+        // Connection ids are never reused: a reader of the old table may still hold one.
+        let next_conn = e.conns.next_id();
         let mut fresh = build()?;
-        fresh.next_conn = next_conn;
+        fresh.conns = crate::engine::Conns::starting_at(next_conn);
         let syncer = fresh.syncer().filter(|_| self.cfg.fsync == Fsync::Always);
         *e = fresh;
         drop(e);
@@ -222,7 +223,7 @@ impl Drop for EngineGuard<'_> {
             return;
         }
         self.engine.settle();
-        self.engine.flush_replies();
+        self.engine.conns.flush_all();
         if self.engine.needs_sync() {
             self.shared.notify_syncer();
         }

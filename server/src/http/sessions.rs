@@ -102,7 +102,7 @@ pub async fn drop_connection(State(shared): State<Arc<Shared>>, Path(id): Path<u
         return error(StatusCode::NOT_FOUND, format!("no connection {id}"));
     }
     tracing::info!(connection = id, "connection dropped over HTTP");
-    e.close_conn(id);
+    e.conns.close(id);
     StatusCode::NO_CONTENT.into_response()
 }
 

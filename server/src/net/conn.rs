@@ -125,7 +125,7 @@ pub async fn run(
             debug!(%peer, why, "handshake refused");
         }
         let mut engine = shared.engine();
-        engine.close_conn(conn);
+        engine.conns.close(conn);
         engine.disconnect(conn);
         return;
     }
@@ -138,7 +138,7 @@ pub async fn run(
         Stop::Shutdown => debug!(%peer, "server shutting down"),
     }
     let mut engine = shared.engine();
-    engine.close_conn(conn);
+    engine.conns.close(conn);
     engine.disconnect(conn);
 }
 
@@ -214,7 +214,7 @@ impl Link<'_> {
     fn handle(&mut self, pending: &mut VecDeque<Decoded>) -> Option<Stop> {
         let mut engine = self.shared.engine();
         let conn = self.conn;
-        while !engine.out_full(conn) {
+        while !engine.conns.out_full(conn) {
             let Some(item) = pending.pop_front() else { break };
             let flow = match item {
                 Decoded::Req(xid, req) => engine.handle(conn, xid, req),

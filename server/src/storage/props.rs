@@ -85,7 +85,7 @@ impl Rig {
                 None => break,
             }
         }
-        self.engine.flush_replies();
+        self.engine.conns.flush_all();
         while self.rx.try_recv().is_ok() {}
     }
 
