@@ -2,10 +2,8 @@
 //! when the log says it is committed the one `apply` runs, the watches fire, and whoever waits
 //! for that index is answered. Entries commit in index order, so the waiters are a queue.
 //!
-//! Three speeds, one path: in memory an entry commits as soon as it is proposed; with a data
-//! directory the entries proposed under one lock are appended in one write when the lock is
-//! released, and they commit at once (`--fsync never`) or when the syncer's flush covers them
-//! (`--fsync always`, group commit).
+//! Standalone, `local_log` decides and orders; in a cluster the driver does. Either way the
+//! committed entries come here, to the one `commit`.
 
 use std::time::Instant;
 
@@ -18,7 +16,6 @@ use tracing::error;
 
 use super::reply::Shape;
 use super::Engine;
-use crate::log::HardState;
 
 /// Who waits for a proposed entry.
 #[derive(Debug)]
@@ -66,8 +63,12 @@ impl Engine {
             r.link.propose(origin, session, Proposal::of(&what));
             return;
         }
-        let entry = self.proposer.propose(&self.state, session, self.clock.now_ms(), origin, what);
-        self.enqueue(entry);
+        let now = self.clock.now_ms();
+        let (_, at_once) = self.local.decide(&self.state, session, now, origin, what);
+        if at_once {
+            // In memory: the entry commits now, and the reply is queued before the next request.
+            self.settle();
+        }
     }
 
     /// Registers a waiter and returns the origin its entry will carry.
@@ -80,41 +81,15 @@ impl Engine {
         origin
     }
 
-    /// Queues a decided entry for the log.
-    pub(crate) fn enqueue(&mut self, entry: Entry) {
-        self.outbox.push(entry);
-        if self.in_memory {
-            // In memory: the entry commits now, and the reply is queued before the next request.
-            self.settle();
-        }
-    }
-
-    /// Appends what was proposed under this lock in one write, and commits it when the log
-    /// needs no flush first. Commits may propose more (a session's waiting writes): those are
+    /// Appends what was decided under this lock in one write, and commits it when the log
+    /// needs no flush first. Commits may decide more (a session's waiting writes): those are
     /// appended next, in index order.
     pub(crate) fn settle(&mut self) {
-        while !self.outbox.is_empty() {
-            let hard = HardState { term: self.log.hard_state().term.max(1), vote: 0, commit: self.state.last_index() };
-            if let Err(e) = self.log.append(&self.outbox, hard) {
-                // An entry that cannot be written must never be acknowledged: stop loudly.
-                error!(error = %e, "appending to the log failed; stopping");
-                panic!("log append failed: {e}");
+        while let Some(mut batch) = self.local.append(self.state.last_index(), &mut self.log_info) {
+            for entry in batch.drain(..) {
+                self.commit(entry);
             }
-            self.log_info.last_index = self.log.last_index();
-            self.log_info.last_term = self.log.last_term();
-            let mut entries = std::mem::take(&mut self.outbox);
-            if self.commit_on_append {
-                self.log_info.durable_index = self.log_info.last_index;
-                for entry in entries.drain(..) {
-                    self.commit(entry);
-                }
-            } else {
-                self.unsynced.extend(entries.drain(..));
-            }
-            if self.outbox.is_empty() {
-                // Drained, not dropped: the outbox keeps its allocation for the next write.
-                self.outbox = entries;
-            }
+            self.local.recycle(batch);
         }
     }
 
@@ -124,15 +99,14 @@ impl Engine {
         self.log_info.syncs += 1;
         self.log_info.sync_us_total += sync_us;
         self.log_info.sync_us_max = self.log_info.sync_us_max.max(sync_us);
-        while self.unsynced.front().is_some_and(|e| e.index() <= index) {
-            let entry = self.unsynced.pop_front().expect("checked above");
+        while let Some(entry) = self.local.take_durable(index) {
             self.commit(entry);
         }
     }
 
     /// Whether appended entries wait for a flush.
     pub(crate) fn needs_sync(&self) -> bool {
-        !self.unsynced.is_empty()
+        self.local.needs_sync()
     }
 
     /// Applies a committed entry, fires its watches and answers whoever waits for it.
@@ -147,7 +121,7 @@ impl Engine {
             tap.applied(self.node_id, &entry, applied.digest);
         }
         if self.replica.is_none() {
-            self.proposer.committed(entry.index());
+            self.local.committed(entry.index());
         }
         if self.cfg.digest_check_on_commit {
             let full = self.state.tree().recompute_digest();

@@ -3,8 +3,9 @@
 //!
 //! 1. `dispatch`: a request joins its session's ordered stream (`order`); reads and local
 //!    ops run when every earlier request of the session is done, writes are proposed at once.
-//! 2. `commit`: the proposer decides the entry (index, zxid, time, digest after it) against
-//!    the committed tree plus every uncommitted change; the entry goes to the log.
+//! 2. `local_log` (standalone) or the Raft driver (a cluster node): the proposer decides the
+//!    entry (index, zxid, time, digest after it) against the committed tree plus every
+//!    uncommitted change; the entry goes to the log.
 //! 3. When the log says the entry is committed (at once in memory, after the flush that
 //!    covers it on disk), `apply` changes the tree and checks the digest, the watches fire,
 //!    and whoever waits for that index gets its reply.
@@ -18,7 +19,8 @@
 //! - `backlog`: the bytes a connection has queued and not yet written (backpressure).
 //! - `dispatch`: one request to its place in the session's order; reads and local ops.
 //! - `order`: the per-session FIFO of requests waiting behind uncommitted writes.
-//! - `commit`: propose, append, commit, reply by index.
+//! - `local_log`: the standalone proposer and log: decide, append in one write, flush.
+//! - `commit`: propose, commit, reply by index.
 //! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
 //! - `session`: handshake, resumption, disconnect, expiry, container/TTL collection.
 //! - `faults`: what each fault action does to a request on this path.
@@ -34,6 +36,7 @@ mod disk;
 mod dispatch;
 mod faults;
 mod internal_ops;
+mod local_log;
 mod log_info;
 mod order;
 mod reply;
@@ -42,7 +45,7 @@ mod shared;
 mod snapshots;
 pub mod stats;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 // Integer keys the server itself chose, looked up on every request: foldhash with a fixed seed
 // instead of std's SipHash.
@@ -50,7 +53,6 @@ use foldhash::fast::FixedState;
 use std::sync::Arc;
 
 use testkeeper_core::flavor::{zookeeper_session_base, Rules};
-use testkeeper_core::propose::Proposer;
 use testkeeper_core::state::{State, StateOptions};
 use testkeeper_core::watches::Watches;
 
@@ -74,17 +76,8 @@ pub struct Engine {
     pub(crate) clock: Clock,
     /// The committed state; only `commit` applies entries to it.
     pub(crate) state: State,
-    /// The leader's decisions not yet committed.
-    proposer: Proposer,
-    /// Where entries go before they commit.
-    log: Box<dyn Log>,
-    /// Entries proposed under the current lock, appended in one write when it is released.
-    outbox: Vec<testkeeper_core::txn::Entry>,
-    /// Entries appended but not yet durable (`--fsync always`), committed when the syncer
-    /// reports their flush.
-    unsynced: VecDeque<testkeeper_core::txn::Entry>,
-    /// The log needs no flush: entries commit as they are proposed.
-    in_memory: bool,
+    /// Standalone: the proposer and the log (a cluster node's are its driver's).
+    local: local_log::LocalLog,
     /// Who waits for each proposed entry, by the origin the entry carries.
     waiting: HashMap<u64, commit::Waiter, FixedState>,
     /// This node's id in a cluster (0 standalone): the top bits of every origin it makes.
@@ -95,9 +88,6 @@ pub struct Engine {
     incarnation: u64,
     /// This node's part in a cluster (its driver link, role, syncs, faults).
     pub(crate) replica: Option<crate::cluster::Replica>,
-    /// Whether an entry commits as soon as it is appended (memory, or `--fsync never`), or
-    /// only once the syncer has flushed it.
-    commit_on_append: bool,
     pub(crate) watches: Watches,
     pub(crate) sessions: HashMap<i64, SessionRt, FixedState>,
     pub(crate) conns: Conns,
@@ -202,9 +192,10 @@ impl Engine {
     pub fn with(cfg: Arc<ServerConfig>, clock: Clock, start: Start) -> Engine {
         let Start { state, log } = start;
         let now = clock.now_ms();
-        let commit_on_append = log.syncer().is_none() || cfg.fsync == crate::config::Fsync::Never;
-        let log_info = LogInfo::of(log.as_ref(), &state);
-        let in_memory = log.syncer().is_none();
+        let mut log_info = LogInfo::of(log.as_ref(), &state);
+        log_info.first_index = log.first_index();
+        let broken = cfg.broken == Some(crate::broken::Broken::PartialMulti);
+        let local = local_log::LocalLog::new(&state, log, cfg.fsync == crate::config::Fsync::Always, broken);
         let snapshotter = cfg.data_dir.as_ref().map(|d| {
             let (distance, keep, reserved) = (cfg.snapshot_distance, cfg.snapshots_to_keep, cfg.reserved_log_items);
             Snapshotter::new(Some(crate::storage::snapshot_dir(d)), false, distance, keep, reserved, 0)
@@ -223,20 +214,15 @@ impl Engine {
             .collect();
         let mut engine = Engine {
             faults: Faults::new(cfg.seed),
-            proposer: Proposer::new(&state, 1),
             cfg,
             clock,
             state,
-            log,
-            outbox: Vec::new(),
-            unsynced: VecDeque::new(),
-            in_memory,
+            local,
             waiting: HashMap::default(),
             node_id: 0,
             next_req: 0,
             incarnation: 0,
             replica: None,
-            commit_on_append,
             watches: Watches::default(),
             sessions,
             conns: Conns::starting_at(1),
@@ -255,8 +241,6 @@ impl Engine {
             crate::config::LogBackend::Sim(d) => disk::DiskGuard::simulated(d.clone(), keep),
             _ => engine.cfg.data_dir.clone().and_then(|d| disk::DiskGuard::new(d, keep)),
         };
-        engine.log_info.first_index = engine.log.first_index();
-        engine.proposer.set_broken_partial_multi(engine.cfg.broken == Some(crate::broken::Broken::PartialMulti));
         engine
     }
 
@@ -280,13 +264,12 @@ impl Engine {
 
     /// Hands the log to a cluster node's Raft storage (the engine keeps none of its own then).
     pub(crate) fn take_log(&mut self) -> Box<dyn Log> {
-        let last = self.log.last_index();
-        std::mem::replace(&mut self.log, Box::new(MemLog::new(0, last)))
+        self.local.take_log()
     }
 
     /// The log's syncer, when entries must be flushed before they count.
     pub(crate) fn syncer(&self) -> Option<Arc<dyn crate::log::Syncer>> {
-        self.log.syncer()
+        self.local.syncer()
     }
 
     /// Whether entries are proposed that have not committed yet.
@@ -306,7 +289,7 @@ impl Engine {
     /// Appends and flushes what was proposed, and finishes a snapshot being written.
     pub(crate) fn finish(&mut self) {
         self.settle();
-        if let Some(syncer) = self.log.syncer().filter(|_| self.needs_sync()) {
+        if let Some(syncer) = self.syncer().filter(|_| self.needs_sync()) {
             let started = std::time::Instant::now();
             match syncer.sync() {
                 Ok(i) => self.durable(i, started.elapsed().as_micros() as u64),
@@ -322,10 +305,7 @@ impl Engine {
     pub(crate) fn release_storage(&mut self) {
         self.poll_snapshot(true);
         self.stopped = true;
-        let last = self.log.last_index();
-        self.log = Box::new(MemLog::new(0, last));
-        self.unsynced.clear();
-        self.outbox.clear();
+        self.local.release();
     }
 
     /// Periodic work: expire sessions whose deadline passed, collect empty containers and

@@ -170,7 +170,7 @@ impl Engine {
             return Handshake::Accept;
         }
         let origin = self.wait(0, Reply::Handshake { conn, read_only });
-        let entry = self.proposer.propose(&self.state, 0, now, origin, what);
+        let (entry, at_once) = self.local.decide(&self.state, 0, now, origin, what);
         let Txn::CreateSession { id, .. } = *entry.txn() else { unreachable!("a session entry creates a session") };
         // The response goes out when the session's entry commits; requests that arrive before
         // that wait behind it.
@@ -180,7 +180,9 @@ impl Engine {
         self.sessions.insert(id, rt);
         self.waiting.get_mut(&origin).expect("registered above").session = id;
         self.bind(conn, id);
-        self.enqueue(entry);
+        if at_once {
+            self.settle();
+        }
         Handshake::Accept
     }
 
@@ -273,7 +275,7 @@ impl Engine {
     /// Deletes empty containers that once had children and TTL nodes idle past their TTL,
     /// as ZooKeeper's ContainerManager does, through ordinary delete entries.
     pub fn collect_containers_and_ttls(&mut self, now: i64) {
-        let view = self.proposer.view(&self.state);
+        let view = self.local.view(&self.state);
         let tree = self.state.tree();
         let empty_container = |p: &str| view.get(p).is_some_and(|n| n.num_children == 0 && n.stat.cversion > 0);
         let expired = |p: &str, ttl: i64| view.get(p).is_some_and(|n| n.num_children == 0 && now - n.stat.mtime > ttl);
@@ -284,7 +286,7 @@ impl Engine {
             let req = Request::Delete(DeleteRequest { path: path.clone(), version: -1 });
             let ctx = Ctx { session: 0, auth: &sup };
             // Only a delete that will succeed is proposed: a failed one would take a zxid.
-            if decide(&self.state, &self.proposer.view(&self.state), &req, &ctx).is_ok() {
+            if decide(&self.state, &self.local.view(&self.state), &req, &ctx).is_ok() {
                 debug!(%path, "collecting container/TTL node");
                 self.propose(0, Decide::Write { req: &req, auth: &sup }, Reply::Internal);
             }

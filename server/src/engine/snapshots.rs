@@ -54,11 +54,11 @@ impl Engine {
                     return;
                 }
                 let started = Instant::now();
-                if let Err(e) = self.log.compact_to(below) {
+                if let Err(e) = self.local.log().compact_to(below) {
                     error!(error = %e, "compacting the log below the snapshot failed; it stays whole");
                 }
                 self.log_info.last_compact_us = started.elapsed().as_micros() as u64;
-                self.log_info.first_index = self.log.first_index();
+                self.log_info.first_index = self.local.log().first_index();
             }
             Some(Err(e)) => {
                 self.log_info.snapshot_failures = s.failures;
