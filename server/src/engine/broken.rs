@@ -10,7 +10,7 @@ impl Engine {
     /// Answers whoever waits for `entry` with `outcome` now; the commit (if it ever comes)
     /// then finds nobody waiting, and a lost entry is never refused.
     pub(crate) fn answer_early(&mut self, entry: &Entry, outcome: &Outcome) {
-        if let Some(w) = self.waiting.remove(&entry.origin()) {
+        if let Some(w) = self.waiters.take(entry.origin()) {
             self.answer(w, entry, outcome);
         }
     }

@@ -14,47 +14,10 @@ use testkeeper_wire::records::connect::ConnectResponse;
 use testkeeper_wire::{OpCode, Response};
 use tracing::error;
 
-use super::reply::Shape;
+use super::waiters::{Reply, Waiter};
 use super::Engine;
 
-/// Who waits for a proposed entry.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// A client's write: answer it.
-    Client { conn: u64, xid: i32, shape: Shape, started: Instant },
-    /// A new session: send the handshake response.
-    Handshake { conn: u64, read_only: Option<bool> },
-    /// A client's closeSession: answer it (if the flavor does); the session's end closes the
-    /// connection.
-    Close { conn: u64, xid: i32 },
-    /// A client's createSession with a body (zookeeper flavor): the connect response for its
-    /// own session again (`internal_ops`).
-    SessionAgain { conn: u64 },
-    /// The server's own write (expiry, container and TTL collection): nobody waits.
-    Internal,
-}
-
-/// A proposed entry's waiter.
-#[derive(Debug)]
-pub(crate) struct Waiter {
-    /// The session whose order the entry holds up (0: none yet, a session being created in a
-    /// cluster, whose id the leader decides).
-    pub(crate) session: i64,
-    reply: Reply,
-}
-
 impl Engine {
-    /// A new origin for an entry this node waits for: the node's id in the top 16 bits, this
-    /// incarnation of it in the next 16, a counter in the low 32. Without the incarnation, a
-    /// restarted node counts from 1 again, and an entry its previous life proposed, committed
-    /// after the restart, found a waiter of the new life with the same origin: the wrong
-    /// client got the reply, or a handshake got a create's outcome and the node stopped
-    /// (found by `testkeeper sim --workload lock --seed 6`).
-    fn new_origin(&mut self) -> u64 {
-        self.next_req = self.next_req.wrapping_add(1);
-        (self.node_id << 48) | ((self.incarnation & 0xffff) << 32) | (self.next_req & 0xffff_ffff)
-    }
-
     /// Proposes `what` for `session`; `reply` waits for it. In a cluster the proposal goes to
     /// the Raft driver (and from a follower on to the leader); standalone, this node decides.
     pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
@@ -76,9 +39,7 @@ impl Engine {
         if let Some(rt) = self.sessions.get_mut(&session) {
             rt.turn.inflight += 1;
         }
-        let origin = self.new_origin();
-        self.waiting.insert(origin, Waiter { session, reply });
-        origin
+        self.waiters.add(session, reply)
     }
 
     /// Appends what was decided under this lock in one write, and commits it when the log
@@ -118,7 +79,7 @@ impl Engine {
             Err(mismatch) => return self.diverged(&mismatch),
         };
         if let Some(tap) = &self.cfg.tap {
-            tap.applied(self.node_id, &entry, applied.digest);
+            tap.applied(self.waiters.node(), &entry, applied.digest);
         }
         if self.replica.is_none() {
             self.local.committed(entry.index());
@@ -140,8 +101,7 @@ impl Engine {
                 self.send_event(ev.session, ev.event_type, &ev.path, event_zxid);
             }
         }
-        let mine = entry.origin() != 0 && entry.origin() >> 48 == self.node_id;
-        let waiter = if mine { self.waiting.remove(&entry.origin()) } else { None };
+        let waiter = self.waiters.take_committed(entry.origin());
         match applied.outcome {
             Outcome::SessionCreated(id) => {
                 // Every replica keeps a run-time record of every session; the one holding the
@@ -254,7 +214,7 @@ impl Engine {
     /// Removes a waiter whose entry will not be applied for it; returns what its reply needs
     /// (a client's write), after closing what a refused handshake or close leaves open.
     pub(crate) fn fail_waiter(&mut self, origin: u64) -> Option<(i64, u64, i32, Instant)> {
-        let w = self.waiting.remove(&origin)?;
+        let w = self.waiters.take(origin)?;
         match w.reply {
             Reply::Client { conn, xid, started, .. } => Some((w.session, conn, xid, started)),
             Reply::Handshake { conn, .. } | Reply::Close { conn, .. } | Reply::SessionAgain { conn } => {
@@ -271,7 +231,7 @@ impl Engine {
 
     /// Origins of every waiter.
     pub(crate) fn waiting_origins(&self) -> Vec<u64> {
-        self.waiting.keys().copied().collect()
+        self.waiters.origins()
     }
 
     /// One of `session`'s entries is answered: what waited behind it may run.

@@ -16,10 +16,10 @@ use testkeeper_wire::records::watches::{add_watch_mode, SetWatches2};
 use testkeeper_wire::{OpCode, Request, Response, ZkError};
 use tracing::{debug, warn};
 
-use super::commit::Reply;
 use super::faults::Step;
 use super::order::{Queued, Work};
 use super::reply::Shape;
+use super::waiters::Reply;
 use super::{reply, Engine};
 
 /// What the connection does after a request.
@@ -65,7 +65,7 @@ impl Engine {
             return Flow::Close;
         }
         if !is_write(&req, self.state.rules()) && self.leads() && self.replica.is_some() {
-            let me = self.node_id;
+            let me = self.waiters.node();
             if self.session_moved_from(session, me) {
                 // ZooKeeper's leader runs every request of its own clients through the session
                 // check (PrepRequestProcessor): the session lives on another server now, and the

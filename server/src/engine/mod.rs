@@ -21,6 +21,7 @@
 //! - `order`: the per-session FIFO of requests waiting behind uncommitted writes.
 //! - `local_log`: the standalone proposer and log: decide, append in one write, flush.
 //! - `commit`: propose, commit, reply by index.
+//! - `waiters`: who waits for each proposed entry, and the origins entries carry.
 //! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
 //! - `session`: handshake, resumption, disconnect, expiry, container/TTL collection.
 //! - `faults`: what each fault action does to a request on this path.
@@ -44,6 +45,7 @@ pub mod session;
 mod shared;
 mod snapshots;
 pub mod stats;
+mod waiters;
 
 use std::collections::HashMap;
 
@@ -79,13 +81,7 @@ pub struct Engine {
     /// Standalone: the proposer and the log (a cluster node's are its driver's).
     local: local_log::LocalLog,
     /// Who waits for each proposed entry, by the origin the entry carries.
-    waiting: HashMap<u64, commit::Waiter, FixedState>,
-    /// This node's id in a cluster (0 standalone): the top bits of every origin it makes.
-    node_id: u64,
-    next_req: u64,
-    /// Which life of this node this is (the clock's ms when it joined the cluster): part of
-    /// every origin, so that entries a previous life proposed never meet this life's waiters.
-    incarnation: u64,
+    waiters: waiters::Waiters,
     /// This node's part in a cluster (its driver link, role, syncs, faults).
     pub(crate) replica: Option<crate::cluster::Replica>,
     pub(crate) watches: Watches,
@@ -218,10 +214,7 @@ impl Engine {
             clock,
             state,
             local,
-            waiting: HashMap::default(),
-            node_id: 0,
-            next_req: 0,
-            incarnation: 0,
+            waiters: waiters::Waiters::default(),
             replica: None,
             watches: Watches::default(),
             sessions,
@@ -252,8 +245,7 @@ impl Engine {
     /// Joins a cluster as node `node`: proposals go to its driver from now on, and snapshots
     /// (in memory without a data directory) are handed to the driver for lagging followers.
     pub(crate) fn join_cluster(&mut self, replica: crate::cluster::Replica) {
-        self.node_id = replica.link.node;
-        self.incarnation = self.clock.now_ms() as u64;
+        self.waiters.join(replica.link.node, self.clock.now_ms() as u64);
         self.replica = Some(replica);
         let (distance, keep, reserved) =
             (self.cfg.snapshot_distance, self.cfg.snapshots_to_keep, self.cfg.reserved_log_items);
@@ -274,7 +266,7 @@ impl Engine {
 
     /// Whether entries are proposed that have not committed yet.
     pub fn has_uncommitted(&self) -> bool {
-        !self.waiting.is_empty()
+        !self.waiters.is_empty()
     }
 
     /// Restarts every session's expiry countdown (after an in-memory restart, as ZooKeeper's

@@ -12,8 +12,8 @@ use testkeeper_wire::records::data::DeleteRequest;
 use testkeeper_wire::{Id, Request};
 use tracing::{debug, info};
 
-use super::commit::Reply;
 use super::order::Turn;
+use super::waiters::Reply;
 use super::{random_passwd, Engine};
 
 /// A session's run-time record (what is not replicated state).
@@ -178,7 +178,7 @@ impl Engine {
             SessionRt { timeout_ms, conn: Some(conn), deadline_ms: mono + i64::from(timeout_ms), ..Default::default() };
         rt.turn.inflight = 1;
         self.sessions.insert(id, rt);
-        self.waiting.get_mut(&origin).expect("registered above").session = id;
+        self.waiters.get_mut(origin).expect("registered above").session = id;
         self.bind(conn, id);
         if at_once {
             self.settle();
