@@ -5,6 +5,9 @@
 
 #[allow(dead_code)] // each test binary uses part of it
 mod blackbox_support;
+mod faults_support;
+#[allow(dead_code)]
+mod http_support;
 
 use blackbox_support::server;
 use testkeeper_server::clock::Clock;
@@ -74,4 +77,33 @@ async fn keeper_keeps_a_paths_raw_bytes_and_zookeeper_replaces_them() {
     let c = Client::connect(zk.addr(), ConnectOptions::default()).await.unwrap();
     assert_eq!(c.create(&raw, b"v", &Acl::open(), 0).await, BAD);
     assert!(c.get_children("/", false).await.unwrap().iter().all(|n| n == "zookeeper"));
+}
+
+/// The four-letter words that list paths (`dump`, `wchp`) print a name that is not UTF-8 as
+/// its bytes, as Keeper prints its `std::string`s, on the client port and on the HTTP route's
+/// text form; before, they printed the escape characters (U+10FFxx) the server keeps such
+/// bytes as.
+#[tokio::test]
+async fn four_letter_words_print_a_paths_raw_bytes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut cfg = testkeeper_server::config::ServerConfig::new(Flavor::Keeper);
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.four_letter_words = Some(vec!["*".into()]);
+    let mut tk = testkeeper_server::embed::TestKeeper::start(cfg).await.unwrap();
+    let http = tk.start_http("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let raw = testkeeper_wire::rawstr::from_raw(b"/\xc3\xff-e");
+    let c = Client::connect(tk.addr(), ConnectOptions::default()).await.unwrap();
+    c.create(&raw, b"", &Acl::open(), testkeeper_wire::records::create::create_mode::EPHEMERAL).await.unwrap();
+    c.exists(&raw, true).await.unwrap();
+    for word in ["dump", "wchp"] {
+        let mut s = tokio::net::TcpStream::connect(tk.addr()).await.unwrap();
+        s.write_all(word.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out);
+        assert!(out.windows(5).any(|w| w == b"/\xc3\xff-e"), "{word}: {text}");
+        assert!(!text.contains('\u{10ffc3}') && !text.contains('\u{10ffff}'), "{word}: {text}");
+        let page = http_support::get(http, &format!("/api/v1/commands/{word}?format=text")).await;
+        assert!(page.body.windows(5).any(|w| w == b"/\xc3\xff-e"), "{word} over HTTP: {}", page.text());
+    }
 }

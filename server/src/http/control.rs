@@ -42,7 +42,11 @@ pub async fn command(
         return (StatusCode::BAD_REQUEST, Json(json!({"message": "Invalid four letter command."}))).into_response();
     }
     match fourlw::answer(&shared, &word, None) {
-        Some(answer) if text => answer.into_response(),
+        Some(answer) if text => match testkeeper_wire::rawstr::raw_bytes(&answer) {
+            // A path that is not UTF-8 goes out as its bytes, as on the client port.
+            std::borrow::Cow::Owned(raw) => ([(axum::http::header::CONTENT_TYPE, "text/plain")], raw).into_response(),
+            std::borrow::Cow::Borrowed(_) => answer.into_response(),
+        },
         Some(answer) => Json(json!({"result": answer})).into_response(),
         None if text => {
             (StatusCode::FORBIDDEN, format!("command '{word}' is not in the four-letter-word allow list\n"))

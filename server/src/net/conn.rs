@@ -82,7 +82,8 @@ pub async fn run(
     if let Some(word) = four_letter_word(&first).filter(|w| fourlw::is_known(shared.cfg.flavor, w)) {
         let answer = fourlw::answer(&shared, word, Some(peer));
         if let Some(text) = answer {
-            let _ = stream.write_all(text.as_bytes()).await;
+            // A path that is not UTF-8 goes out as its bytes, as Keeper prints its std::string.
+            let _ = stream.write_all(&testkeeper_wire::rawstr::raw_bytes(&text)).await;
         } else {
             debug!(%peer, word, "four-letter word not allowed: closing");
         }
