@@ -102,11 +102,13 @@ impl LocalLog {
         Some(entries)
     }
 
-    /// Takes back a vector [`append`](Self::append) returned, drained: the outbox keeps its
-    /// allocation for the next write (commits may have decided more meanwhile).
-    pub(crate) fn recycle(&mut self, emptied: Vec<Entry>) {
+    /// Takes back a vector [`append`](Self::append) returned, once its entries were
+    /// committed: the outbox keeps its allocation for the next write (unless commits decided
+    /// more meanwhile). What is left in it was appended already and is dropped.
+    pub(crate) fn recycle(&mut self, mut used: Vec<Entry>) {
         if self.outbox.is_empty() {
-            self.outbox = emptied;
+            used.clear();
+            self.outbox = used;
         }
     }
 
@@ -147,5 +149,71 @@ impl LocalLog {
         drop(self.take_log());
         self.unsynced.clear();
         self.outbox.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use testkeeper_core::flavor::Flavor;
+    use testkeeper_core::txn::Txn;
+    use testkeeper_wire::records::create::CreateRequest;
+    use testkeeper_wire::request::CreateOp;
+    use testkeeper_wire::{Acl, OpCode, Request, ZkError};
+
+    use super::*;
+    use crate::config::ServerConfig;
+    use crate::engine::Engine;
+    use crate::log::sim::{SimDisk, SimLog};
+
+    fn create(path: &str) -> Request {
+        let req = CreateRequest { path: path.into(), data: Some(Vec::new()), acl: Acl::open(), flags: 0 };
+        Request::Create(CreateOp { op: OpCode::Create, req, ttl: 0 })
+    }
+
+    fn state() -> State {
+        State::new(&Engine::fresh_options(&ServerConfig::new(Flavor::Keeper), 0))
+    }
+
+    /// In memory an entry commits at once, and what one lock decided is appended in one write;
+    /// the second of two creates of one path is decided against the first (NODEEXISTS).
+    #[test]
+    fn in_memory_what_is_decided_commits_at_once_in_one_append() {
+        let state = state();
+        let mut l = LocalLog::new(&state, Box::new(MemLog::new(0, state.last_index())), true, false);
+        let (a, b) = (create("/a"), create("/a"));
+        let (_, at_once) = l.decide(&state, 0, 1, 11, Decide::Write { req: &a, auth: &[] });
+        assert!(at_once);
+        l.decide(&state, 0, 1, 12, Decide::Write { req: &b, auth: &[] });
+        let mut info = LogInfo::default();
+        let batch = l.append(state.last_index(), &mut info).expect("two entries waiting");
+        assert_eq!(batch.iter().map(Entry::origin).collect::<Vec<_>>(), vec![11, 12]);
+        assert_eq!(*batch[1].txn(), Txn::Failed(ZkError::NodeExists), "{:?}", batch[1]);
+        assert_eq!((info.last_index, info.durable_index), (batch[1].index(), batch[1].index()));
+        l.recycle(batch);
+        assert!(l.append(state.last_index(), &mut info).is_none(), "nothing left");
+        assert!(!l.needs_sync());
+    }
+
+    /// With `--fsync always` on a log that flushes, appended entries wait for the flush, and a
+    /// flush up to an index hands back exactly the entries it covers, in order.
+    #[test]
+    fn a_flushed_log_holds_entries_until_the_flush_covers_them() {
+        let state = state();
+        let (log, _, _) = SimLog::open(&SimDisk::new()).unwrap();
+        let mut l = LocalLog::new(&state, Box::new(log), true, false);
+        let reqs = [create("/a"), create("/b"), create("/c")];
+        for (i, r) in reqs.iter().enumerate() {
+            let (_, at_once) = l.decide(&state, 0, 1, i as u64 + 1, Decide::Write { req: r, auth: &[] });
+            assert!(!at_once);
+        }
+        let mut info = LogInfo::default();
+        let batch = l.append(state.last_index(), &mut info).unwrap();
+        assert!(batch.is_empty(), "nothing commits before the flush");
+        assert!(l.needs_sync());
+        let first = state.last_index() + 1;
+        let took: Vec<u64> = std::iter::from_fn(|| l.take_durable(first + 1)).map(|e| e.index()).collect();
+        assert_eq!(took, vec![first, first + 1]);
+        assert_eq!(l.take_durable(first + 2).map(|e| e.index()), Some(first + 2));
+        assert!(!l.needs_sync());
     }
 }

@@ -101,3 +101,29 @@ impl Waiters {
         self.map.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An origin names the node (top 16 bits) and its life (the next 16); a committed entry
+    /// finds its waiter only on the node, and in the life, that proposed it.
+    #[test]
+    fn a_committed_entry_finds_its_waiter_only_where_and_when_it_was_proposed() {
+        let mut w = Waiters::default();
+        w.join(3, 0x1_0005);
+        let a = w.add(7, Reply::Internal);
+        let b = w.add(8, Reply::Internal);
+        assert_eq!((a >> 48, (a >> 32) & 0xffff, a & 0xffff_ffff), (3, 5, 1));
+        assert_eq!(b & 0xffff_ffff, 2);
+        // Another node's entry, or the same counter in another life of this node: nobody here.
+        assert!(w.take_committed((2 << 48) | (5 << 32) | 1).is_none());
+        assert!(w.take_committed((3 << 48) | (6 << 32) | 1).is_none());
+        assert!(w.take_committed(0).is_none(), "origin 0: nobody waits");
+        assert_eq!(w.take_committed(a).map(|x| x.session), Some(7));
+        assert!(w.take_committed(a).is_none(), "answered once");
+        assert_eq!(w.origins(), vec![b]);
+        assert_eq!(w.take(b).map(|x| x.session), Some(8));
+        assert!(w.is_empty());
+    }
+}
