@@ -762,7 +762,7 @@ def splice_durability(durable, baseline, start, commit):
 LAUNCH_TITLE = "## Start time\n"
 
 
-def launch_section(launch, embedded=None):
+def launch_section(launch):
     """Spawn to the first imok, testkeeper against ZooKeeper twice over (`bench --launches`)."""
     L = [LAUNCH_TITLE]
     if not launch:
@@ -790,7 +790,7 @@ def launch_section(launch, embedded=None):
                  f"bind) {ph['server_us'] / 1e3:.2f} ms: `main` to announce {ph['total_us'] / 1e3:.2f} ms. The other "
                  f"{rest:.2f} ms are before `main` (exec, the dynamic loader) and after the announce (the bench's "
                  "connect and `ruok`).")
-    embedded = launch.get("embedded") or embedded
+    embedded = launch.get("embedded")
     if embedded:
         L.append(f"\nEmbedded (`TestKeeper::start` in-process to `imok`): {embedded['start_to_imok_ms_median']:.3f} ms, "
                  f"{launch['zookeeper_ms_median'] / embedded['start_to_imok_ms_median']:.0f}x faster than ZooKeeper.")
@@ -803,9 +803,7 @@ def launch_section(launch, embedded=None):
 def splice_launch_section(launch):
     """--launch-only: replaces the start-time section of the existing doc (the rest stays)."""
     text = open(DOC).read()
-    old = os.path.join(OUT, "vs-zk-s1-w1.json")
-    embedded = json.load(open(old)).get("embedded_start") if os.path.exists(old) else None
-    section = "\n".join(launch_section(launch, embedded)) + "\n"
+    section = "\n".join(launch_section(launch)) + "\n"
     start = text.index(LAUNCH_TITLE)
     end = text.index("\n## ", start + 1) + 1
     marker = text.find(BEGIN_DURABLE, start)
@@ -867,7 +865,7 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, 
     L.append("\n![throughput vs sessions, synchronous](img/throughput-sync.png)\n")
     L.append("![throughput vs sessions, 16 in flight per session](img/throughput-pipelined.png)\n")
     L += java_section(java, runs)
-    L += launch_section(launch, runs[(1, 1)].get("embedded_start"))
+    L += launch_section(launch)
     L += durability_block(durable, baseline, start, args.baseline_commit)
     L += kazoo_section(kazoo)
     L.append("## Memory per znode\n")

@@ -11,6 +11,15 @@ fn bench(args: &[&str]) -> std::process::Output {
     out
 }
 
+/// Runs `bench ARGS --json FILE` (FILE in a scratch file of its own) and returns the output
+/// and the parsed report.
+fn bench_json(args: &[&str]) -> (std::process::Output, Value) {
+    let file = tempfile::NamedTempFile::new().expect("scratch file");
+    let out = bench(&[args, &["--json", file.path().to_str().unwrap()]].concat());
+    let v = serde_json::from_str(&std::fs::read_to_string(file.path()).unwrap()).expect("well-formed JSON");
+    (out, v)
+}
+
 #[test]
 fn bench_against_spawned_testkeeper_writes_json_and_plots() {
     let dir = std::env::temp_dir().join(format!("testkeeper-bench-test-{}", std::process::id()));
@@ -54,36 +63,17 @@ fn bench_against_spawned_testkeeper_writes_json_and_plots() {
 /// server's ratio to their sum. Shape only; no speed is asserted.
 #[test]
 fn a_durable_single_session_is_measured_against_the_disks_floor() {
-    let dir = std::env::temp_dir().join(format!("testkeeper-bench-floor-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("durable.json");
     let mix = "create=25,get=0,set=50,delete=25,multi=0,list=0";
     let args = ["--spawn-testkeeper", "--durable", "--mix", mix, "--ops", "100", "--rounds", "1", "--keys", "8"];
-    bench(&[&args[..], &["--json", json.to_str().unwrap()]].concat());
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    let (_, v) = bench_json(&args);
     let f = &v["floor"];
     for k in ["write_path_us", "fdatasync_us_median", "floor_ops_per_sec", "durable_ops_per_sec", "ratio"] {
         assert!(f[k].as_f64().is_some_and(|x| x.is_finite() && x > 0.0), "{k} in {f}");
     }
     assert!(f["durable_flush_ms_avg"].as_f64().is_some(), "the durable server's own flush time: {f}");
     // Not with more than one write in flight: the floor is one session's.
-    bench(&[
-        "--spawn-testkeeper",
-        "--durable",
-        "--mix",
-        mix,
-        "--ops",
-        "100",
-        "--rounds",
-        "1",
-        "--pipeline",
-        "2",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (_, v) = bench_json(&[&args[..], &["--pipeline", "2"]].concat());
     assert!(v["floor"].is_null(), "{}", v["floor"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Whether Debian's ZooKeeper is missing (said on stderr; a failure with
@@ -117,18 +107,14 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
     if zookeeper_missing() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("testkeeper-bench-cluster-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("cluster.json");
     let args =
         ["--cluster", "--cluster-sessions", "1,2", "--ops", "100", "--warmup", "0", "--rounds", "1", "--keys", "8"];
-    let out = bench(&[&args[..], &["--json", json.to_str().unwrap()]].concat());
+    let (out, v) = bench_json(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("failover round 0 testkeeper") && stdout.contains("failover round 0 zookeeper"),
         "{stdout}"
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
     let workloads = v["workloads"].as_array().unwrap();
     let shapes: Vec<(String, u64)> = workloads
         .iter()
@@ -150,7 +136,6 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
     // Curator is measured or its absence named, never silently left out.
     let curator = &v["start"]["curator"];
     assert!(curator["median_ms"].as_f64().is_some() || curator["skipped"].as_str().is_some(), "{curator}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--launches 2`: two starts of each server, every figure in the JSON, and testkeeper's own
@@ -161,11 +146,7 @@ fn bench_launches_times_both_servers_and_testkeepers_phases() {
     if zookeeper_missing() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("testkeeper-bench-launch-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("launch.json");
-    bench(&["--launches", "2", "--json", json.to_str().unwrap()]);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
+    let (_, v) = bench_json(&["--launches", "2"]);
     let l = &v["launch"];
     for k in ["testkeeper_ms", "zookeeper_ms", "zookeeper_fast_start_ms", "testkeeper_phases_us"] {
         assert_eq!(l[k].as_array().map(Vec::len), Some(2), "{k} in {l}");
@@ -179,7 +160,6 @@ fn bench_launches_times_both_servers_and_testkeepers_phases() {
     assert!((parts - total).abs() <= 4.0, "the phases ({parts} us) add up to the total ({total} us): {phases}");
     assert!(l["times_faster"].as_f64().is_some_and(f64::is_finite), "{l}");
     assert!(l["embedded"]["start_to_imok_ms_median"].as_f64().is_some(), "{l}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Three `serve --peers` processes on free loopback ports, each node's client address, and

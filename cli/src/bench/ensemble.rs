@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::spawn::{
-    four_letter_word, free_port, free_ports, mntr_value, zookeeper_jvm, STARTUP_TIMEOUT, ZOOKEEPER_JAR,
+    four_letter_word, free_port, free_ports, mntr_value, zookeeper_jvm, STARTUP_TIMEOUT, ZK_JVM, ZOOKEEPER_JAR,
 };
 
 /// Members of each cluster.
@@ -127,7 +127,7 @@ impl Ensemble {
             }
             Kind::ZooKeeper => {
                 let member = self.dir.join(format!("s{}", i + 1));
-                zookeeper_jvm(&member, &member.join("conf"))?.spawn()
+                zookeeper_jvm(&member, &member.join("conf"), &ZK_JVM)?.spawn()
             }
         };
         self.children[i] = Some(child.map_err(|e| format!("spawning {} member {}: {e}", self.label, i + 1))?);

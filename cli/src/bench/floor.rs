@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::load::{self, LoadConfig};
 use super::spawn::{self, TkOptions};
-use super::stats::median;
+use super::stats::{median, quantile};
 
 /// Bytes per append: about one small write's log record.
 const RECORD: usize = 128;
@@ -102,11 +102,4 @@ pub async fn measure(
         "durable_flush_ms_avg": flush_ms,
         "flush": "sled: sync_file_range (survives a killed process, not necessarily a power loss); floor: fdatasync",
     }))
-}
-
-/// The `q` quantile of `xs` (nearest rank).
-fn quantile(xs: &[f64], q: f64) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(((v.len() as f64 * q) as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0.0)
 }

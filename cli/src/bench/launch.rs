@@ -60,7 +60,7 @@ fn measure_blocking(n: usize) -> Result<Value, String> {
             zk.push(ms(&spawn::zookeeper(false)?));
         }
         for _ in 0..k {
-            zk_fast.push(ms(&spawn::zookeeper_in_with(&temp_data_dir("zk-fast-start"), false, &ZK_FAST_START)?));
+            zk_fast.push(ms(&spawn::zookeeper_in(&temp_data_dir("zk-fast-start"), false, &ZK_FAST_START)?));
         }
         let last = |v: &[f64]| v[v.len() - k..].iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(" ");
         println!("  testkeeper ms: {}", last(&tk));

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Logging bindings from libslf4j-java / liblog4j1.2-java (quiet: WARN to the log file).
 const LOG_JARS: [&str; 2] = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
-/// Debian's zkEnv.sh default heap; with it 1M small znodes fit comfortably.
-const ZK_HEAP: &str = "-Xmx1000m";
+/// The JVM options the bench runs ZooKeeper with: Debian's zkEnv.sh default heap (1M small
+/// znodes fit comfortably), the default collector.
+pub const ZK_JVM: [&str; 1] = ["-Xmx1000m"];
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A server process the bench owns.
@@ -202,20 +203,13 @@ fn launch_line(stderr: std::process::ChildStderr) -> Option<serde_json::Value> {
     rx.recv_timeout(Duration::from_secs(1)).ok().flatten()
 }
 
-/// The JVM command that runs the ZooKeeper whose `zoo.cfg` is in `conf`, in `dir` (its log
-/// there, at WARN), as `tests/src/zookeeper.rs` runs it.
+/// The JVM command, with the options `jvm` (the bench's are [`ZK_JVM`]), that runs the
+/// ZooKeeper whose `zoo.cfg` is in `conf`, in `dir` (its log there, at WARN), as
+/// `tests/src/zookeeper.rs` runs it.
 ///
 /// # Errors
 /// The log configuration cannot be written.
-pub fn zookeeper_jvm(dir: &Path, conf: &Path) -> Result<Command, String> {
-    zookeeper_jvm_with(dir, conf, &[ZK_HEAP])
-}
-
-/// [`zookeeper_jvm`] with these JVM options instead of the heap size.
-///
-/// # Errors
-/// As [`zookeeper_jvm`].
-pub fn zookeeper_jvm_with(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, String> {
+pub fn zookeeper_jvm(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, String> {
     let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
                  log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
                  log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
@@ -239,23 +233,15 @@ pub fn zookeeper_jvm_with(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Comma
 /// # Errors
 /// ZooKeeper or java is missing, or the server never answers `imok`.
 pub fn zookeeper(force_sync: bool) -> Result<Spawned, String> {
-    zookeeper_in(&temp_data_dir("zk"), force_sync)
+    zookeeper_in(&temp_data_dir("zk"), force_sync, &ZK_JVM)
 }
 
-/// [`zookeeper`] on `dir` (its conf and data; a restart finds the data where it left it).
+/// [`zookeeper`] on `dir` (its conf and data; a restart finds the data where it left it),
+/// with the JVM options `jvm` (`bench --launches` also starts it tuned for a fast start).
 ///
 /// # Errors
 /// As [`zookeeper`].
-pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool) -> Result<Spawned, String> {
-    zookeeper_in_with(dir, force_sync, &[ZK_HEAP])
-}
-
-/// [`zookeeper_in`] with these JVM options instead of the heap size (`bench --launches`
-/// starts it tuned for a fast start too).
-///
-/// # Errors
-/// As [`zookeeper`].
-pub fn zookeeper_in_with(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Result<Spawned, String> {
+pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Result<Spawned, String> {
     if !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
         return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
     }
@@ -274,7 +260,7 @@ pub fn zookeeper_in_with(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) 
         if force_sync { "yes" } else { "no" }
     );
     std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
-    let mut cmd = zookeeper_jvm_with(&dir, &conf, jvm)?;
+    let mut cmd = zookeeper_jvm(&dir, &conf, jvm)?;
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
     let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;

@@ -193,7 +193,7 @@ where
 }
 
 async fn spawn_zk(dir: PathBuf) -> Result<Spawned, String> {
-    blocking(move || spawn::zookeeper_in(&dir, false)).await
+    blocking(move || spawn::zookeeper_in(&dir, false, &spawn::ZK_JVM)).await
 }
 
 async fn zookeeper_side(n: u64, value_size: usize, seed: u64, restarts: usize) -> Result<Value, String> {

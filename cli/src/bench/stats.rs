@@ -170,6 +170,13 @@ fn quantiles(h: &Histogram<u64>) -> Value {
     })
 }
 
+/// The `q` quantile of `xs` (nearest rank; 0 for none).
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(((v.len() as f64 * q) as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0.0)
+}
+
 /// The median of `xs` (the mean of the middle two for an even count); 0 when empty.
 pub fn median(xs: &[f64]) -> f64 {
     let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
@@ -234,5 +241,8 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
+        assert_eq!(quantile(&[5.0, 1.0, 3.0, 2.0, 4.0], 0.99), 5.0);
+        assert_eq!(quantile(&[5.0, 1.0, 3.0, 2.0, 4.0], 0.0), 1.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 }
