@@ -186,7 +186,9 @@ fn mntr(e: &Engine) -> String {
     kv(&mut s, "snapshot_failures", &l.snapshot_failures);
     if let Some(d) = &e.disk {
         // testkeeper's own: whether writes are refused for want of disk space, and how many were.
-        kv(&mut s, "disk_space_low", &u8::from(d.is_low()));
+        // A cluster node's driver reads a guard of its own every tick.
+        let low = d.is_low() || e.replica.as_ref().is_some_and(|r| r.board.disk_low());
+        kv(&mut s, "disk_space_low", &u8::from(low));
         kv(&mut s, "writes_refused_disk_space", &d.refused);
     }
     kv(&mut s, "cnt_fsynctime", &l.syncs);

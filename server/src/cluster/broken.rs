@@ -1,7 +1,7 @@
 //! The leader half of the deliberately broken `forget-acked-on-leader-change` mode (the chaos
 //! checkers' self-test, see `crate::broken`): the leader answers a client of its own as soon
-//! as the client's entry is in its own log, before a quorum has it. It learns the answer by
-//! applying every entry it proposes to a private copy of the state. If the leader then loses
+//! as it has decided the client's entry (`cluster/lead.rs`), before a quorum has it. It learns
+//! the answer by applying every entry it decides to a private copy of the state. If the leader then loses
 //! its term before the entry commits, the new leader never had it: an acknowledged write is
 //! forgotten, which is what the checkers must catch.
 
@@ -24,9 +24,9 @@ impl EarlyAck {
         (cfg.broken == Some(Broken::ForgetAckedOnLeaderChange)).then(|| EarlyAck { spec: state.clone() })
     }
 
-    /// The leader appended `entry`: apply it to the copy and, for a client write whose
+    /// The leader decided `entry`: apply it to the copy and, for a client write whose
     /// connection is on this node (`local`), answer it now.
-    pub(crate) fn appended(&mut self, engine: &mut Engine, entry: &Entry, local: bool) {
+    pub(crate) fn decided(&mut self, engine: &mut Engine, entry: &Entry, local: bool) {
         // A proposal that was taken back leaves a gap the copy cannot follow: stop acking.
         if entry.index() != self.spec.last_index() + 1 {
             return;

@@ -2,21 +2,26 @@
 //! or as a task on a runtime (`ClusterConfig::driver_runtime`). It ticks,
 //! steps messages, handles every `Ready` in raft-rs's documented order (messages, snapshot,
 //! committed entries, append with the hard state, flush, persisted messages, advance, the
-//! light ready, advance_apply), and, while it leads, decides proposals with the proposer and
-//! proposes them. Every proposal is answered through the engine: the entry's origin names who
-//! waits, and a proposal that cannot be placed is refused with the error Keeper gives.
+//! light ready, advance_apply), and, while it leads, puts the entries its engine decided into
+//! the log. It never takes the engine's lock: what the engine must know (committed entries,
+//! snapshots, roles, refusals, answers) goes out in one ordered stream of events
+//! (`cluster/events.rs`), applied by the node's apply task. Every proposal is answered
+//! through the engine: the entry's origin names who waits, and a proposal that cannot be
+//! placed is refused with the error Keeper gives.
 //!
 //! # Layout
-//! - this file: the thread or task, its loop, and the inputs it steps (peers' messages,
-//!   proposals).
+//! - this file: the driver, its start, and the inputs it steps (peers' messages, proposals,
+//!   the leader's decisions).
 //! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
 //! - `disk`: a disk below its margin: writes refused, leadership handed on, entries dropped.
 //! - `gate`: asking the leader how far to catch up before this follower serves reads.
 //! - `handle`: the running driver's handle: its input channel, stopping it.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
-//! - `propose`: proposals, forwarding, deciding as the leader, refusals, `sync`, transfers.
-//! - `ready`: one `Ready` in raft-rs's order; snapshots installed, entries applied.
+//! - `propose`: proposals, forwarding, placing the leader's decisions, refusals, `sync`,
+//!   transfers.
+//! - `ready`: one `Ready` in raft-rs's order; snapshots and committed entries handed on.
 //! - `role`: role changes, the periodic tick, the Raft picture published to the engine.
+//! - `run`: the loop, on a thread or as a task beside the engine's apply loop.
 
 mod ahead;
 mod dedup;
@@ -27,24 +32,25 @@ mod inbox;
 mod propose;
 mod ready;
 mod role;
+mod run;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 // tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
 use tokio::time::Instant;
 
 use raft::RawNode;
-use testkeeper_core::propose::{Proposal, Proposer};
+use testkeeper_core::propose::Proposal;
 use testkeeper_core::txn::Entry;
-use tracing::{error, warn};
+use tracing::error;
 
 use super::message::Msg;
 use super::net::Transport;
 use super::store::RaftStore;
-use super::{ClusterConfig, Input, NodeId, Role};
-use crate::engine::Shared;
+use super::{Board, ClusterConfig, Event, Input, NodeId, Role};
+use crate::engine::DiskGuard;
 pub use handle::DriverHandle;
 use handle::Runs;
 
@@ -57,13 +63,22 @@ pub struct Driver {
     peers: Vec<NodeId>,
     node: RawNode<RaftStore>,
     net: Arc<dyn Transport>,
-    shared: Weak<Shared>,
+    /// The ordered stream to the engine (`cluster/events.rs`).
+    events: flume::Sender<Event>,
+    /// What this driver publishes and collects without a message (`cluster/board.rs`).
+    board: Arc<Board>,
     rx: flume::Receiver<Input>,
     tick: Duration,
-    /// The proposer, while this node leads and has applied everything before its term.
-    proposer: Option<Proposer>,
-    /// The index of this leader's first entry: proposals wait until it is applied.
+    /// The index of this leader's first entry: proposals wait until it is handed to the
+    /// engine, whose proposer then starts (`cluster/lead.rs`).
     lead_start: u64,
+    /// Whether this leader's engine decides yet: its term's first entry is handed on.
+    lead_ready: bool,
+    /// This turn handed proposals to the engine to decide.
+    handed_back: bool,
+    /// The highest index handed to the engine to apply (committed, or on the leader's stored
+    /// copy), or installed by snapshot.
+    handed: u64,
     role: Role,
     leader: NodeId,
     term: u64,
@@ -81,8 +96,6 @@ pub struct Driver {
     leader_commit: u64,
     /// Keeper's `stale_log_gap`, for the synced-follower count.
     stale_log_gap: u64,
-    /// The deliberately broken `forget-acked-on-leader-change` mode, while this node leads.
-    early: Option<super::broken::EarlyAck>,
     /// Ticks at which this node stands for election without waiting for its timeout: a fresh
     /// cluster's first node in the election order does (`timing::early_campaigns`).
     early_campaigns: Vec<u64>,
@@ -104,8 +117,10 @@ pub struct Driver {
     /// The read gate's ask in flight, and the last gate id used (`driver/gate.rs`).
     gate: Option<gate::Asking>,
     next_gate: u64,
-    /// The disk guard's last answer (`driver/disk.rs`), and whether this low episode's
-    /// leadership hand-off is done.
+    /// The driver's own guard of the data directory's disk (the engine has its twin), its
+    /// last answer (`driver/disk.rs`), and whether this low episode's leadership hand-off is
+    /// done.
+    disk: Option<DiskGuard>,
     disk_low: bool,
     handed_off: bool,
 }
@@ -123,20 +138,29 @@ pub enum DriverError {
     Thread(std::io::Error),
 }
 
-/// Starts node `cfg.id`'s driver over `store`, applying to the engine behind `shared` (whose
-/// state is at `applied`).
+/// What a driver works with besides its storage: its peers, and its engine's stream and board.
+pub(crate) struct Wiring {
+    pub net: Arc<dyn Transport>,
+    pub events: flume::Sender<Event>,
+    pub board: Arc<Board>,
+    pub disk: Option<DiskGuard>,
+    pub tx: flume::Sender<Input>,
+    pub rx: flume::Receiver<Input>,
+    /// The engine's apply loop, to poll in the driver's own task (task mode only).
+    pub co_run: Option<super::events::ApplyLoop>,
+}
+
+/// Starts node `cfg.id`'s driver over `store`, for an engine whose state is at `applied`.
 ///
 /// # Errors
 /// raft-rs refuses the configuration or the storage.
-pub fn spawn(
+pub(crate) fn spawn(
     cfg: &ClusterConfig,
     mut store: RaftStore,
     applied: u64,
-    net: Arc<dyn Transport>,
-    shared: &Arc<Shared>,
-    tx: flume::Sender<Input>,
-    rx: flume::Receiver<Input>,
+    w: Wiring,
 ) -> Result<DriverHandle, DriverError> {
+    let Wiring { net, events, board, disk, tx, rx, co_run } = w;
     // Entries applied on the leader's stored copy before a restart are committed.
     store.commit_at_least(applied);
     let stored_first = store.stored_before_sending();
@@ -157,11 +181,14 @@ pub fn spawn(
         peers: cfg.peers.keys().copied().collect(),
         node,
         net,
-        shared: Arc::downgrade(shared),
+        events,
+        board,
         rx,
         tick: Duration::from_millis(cfg.tick_ms.max(1)),
-        proposer: None,
         lead_start: 0,
+        lead_ready: false,
+        handed_back: false,
+        handed: applied,
         role: Role::Follower,
         leader: 0,
         term: 0,
@@ -171,7 +198,6 @@ pub fn spawn(
         paused: Arc::new(AtomicBool::new(false)),
         leader_commit: 0,
         stale_log_gap: cfg.stale_log_gap,
-        early: None,
         early_campaigns,
         ticks: 0,
         stored_first,
@@ -183,6 +209,7 @@ pub fn spawn(
         last_tick: Instant::now(),
         gate: None,
         next_gate: 0,
+        disk,
         disk_low: false,
         handed_off: false,
     };
@@ -191,7 +218,12 @@ pub fn spawn(
     d.publish();
     let paused = d.paused.clone();
     let runs = if let Some(rt) = &cfg.driver_runtime {
-        Runs::Task(rt.spawn(d.run_as_task()))
+        let apply = co_run.unwrap_or_else(|| Box::pin(std::future::ready(())));
+        // The driver first: after its turn the apply loop takes what the turn sent it, in
+        // the same poll (`run_as_task` counts on it).
+        Runs::Task(rt.spawn(async move {
+            tokio::join!(biased; d.run_as_task(), apply);
+        }))
     } else {
         let thread = std::thread::Builder::new()
             .name(format!("testkeeper-raft-{}", cfg.id))
@@ -202,149 +234,12 @@ pub fn spawn(
     Ok(DriverHandle { tx, paused, runs })
 }
 
-/// What woke the driver.
-// Lives for one turn on the stack; boxing the input would cost an allocation per message.
-#[allow(clippy::large_enum_variant)]
-enum Woke {
-    Input(Input),
-    Timeout,
-    Closed,
-}
-
 impl Driver {
-    /// The driver on its own thread.
-    fn run(mut self) {
-        let mut next_tick = Instant::now() + self.tick;
-        if !self.start() {
-            return;
-        }
-        loop {
-            if self.paused.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(5));
-                next_tick = Instant::now() + self.tick;
-                continue;
-            }
-            let wait = next_tick.saturating_duration_since(Instant::now());
-            let woke = match self.rx.recv_timeout(wait) {
-                Ok(input) => Woke::Input(input),
-                Err(flume::RecvTimeoutError::Timeout) => Woke::Timeout,
-                Err(flume::RecvTimeoutError::Disconnected) => Woke::Closed,
-            };
-            if !self.turn(woke, &mut next_tick) {
-                return;
-            }
-        }
-    }
-
-    /// The driver as a task: the same turns, but a message from a peer (read by a task on the
-    /// same runtime) reaches it without waking another thread, and its own messages go out the
-    /// same way (on a machine with few cores, those hand-offs were most of a replicated
-    /// write's cost).
-    async fn run_as_task(mut self) {
-        let mut next_tick = Instant::now() + self.tick;
-        if !self.start() {
-            return;
-        }
-        loop {
-            if self.paused.load(Ordering::Acquire) {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                next_tick = Instant::now() + self.tick;
-                continue;
-            }
-            let woke = match tokio::time::timeout_at(next_tick, self.rx.recv_async()).await {
-                Ok(Ok(input)) => {
-                    if self.batching() {
-                        tokio::task::yield_now().await;
-                    }
-                    Woke::Input(input)
-                }
-                Err(_) => Woke::Timeout,
-                Ok(Err(_)) => Woke::Closed,
-            };
-            if !self.turn(woke, &mut next_tick) {
-                return;
-            }
-            // A driver whose input never runs dry would otherwise keep its worker from the
-            // clients' tasks queued behind it: yield once its share of the scheduler is spent.
-            tokio::task::coop::consume_budget().await;
-        }
-    }
-
-    /// Whether requests besides the one that woke the driver are waiting on this node (its
-    /// sessions' forwarded proposals, or entries this leader has not applied yet). Then the
-    /// driver lets the tasks already runnable (clients' connections, peers' readers) queue
-    /// their inputs before its turn, so one append, one frame per peer and one ack carry them
-    /// all: with 32 sessions on three processes of a 2-core machine, a leader's frame to a peer
-    /// carried about 6 writes instead of about 3, and the nodes' CPU per write fell by about
-    /// a tenth. With one request in flight there is nothing to wait for, and the yield (an
-    /// extra poll of the reactor) would only add latency.
-    fn batching(&self) -> bool {
-        let log = &self.node.raft.raft_log;
-        self.in_flight.len() > 1 || (self.role == Role::Leader && log.last_index() > log.applied + 1)
-    }
-
-    fn start(&mut self) -> bool {
-        self.campaign_early();
-        let on = self.ready();
-        self.net.flush();
-        on
-    }
-
-    /// One turn of the loop: the input that woke the driver and whatever queued behind it,
-    /// the tick if it is due, then the `Ready`. Returns false once the driver must stop.
-    fn turn(&mut self, woke: Woke, next_tick: &mut Instant) -> bool {
-        match woke {
-            Woke::Input(Input::Stop) | Woke::Closed => return false,
-            Woke::Input(input) => {
-                self.input(input);
-                // Take whatever else already queued before handling the Ready: one append
-                // and one flush for many proposals.
-                while let Ok(more) = self.rx.try_recv() {
-                    if matches!(more, Input::Stop) {
-                        return false;
-                    }
-                    self.input(more);
-                }
-            }
-            Woke::Timeout => {}
-        }
-        let now = Instant::now();
-        if now >= *next_tick {
-            // Ticks missed while the driver was starved are not made up: ten catch-up ticks in
-            // a row would start an election before the leader's heartbeat, already queued, is
-            // read (on a loaded machine every node of an embedded cluster stalls at once, and
-            // re-elected for nothing).
-            *next_tick = (*next_tick + self.tick).max(now);
-            let slept = now.duration_since(self.last_tick);
-            self.last_tick = now;
-            self.node.tick();
-            self.ticks += 1;
-            self.gate_on_tick(slept);
-            self.campaign_early();
-            self.on_tick();
-        }
-        let on = self.ready();
-        // Everything this turn sent leaves together.
-        self.net.flush();
-        on
-    }
-
-    /// Stands for election now if this is one of the fresh node's early ticks and no leader
-    /// is known yet (the peers may not have been listening for the tick before).
-    fn campaign_early(&mut self) {
-        if self.early_campaigns.first() == Some(&self.ticks) {
-            self.early_campaigns.remove(0);
-            if self.node.raft.leader_id == 0 {
-                if let Err(e) = self.node.campaign() {
-                    warn!(node = self.id, error = %e, "standing for election at start failed");
-                }
-            }
-        }
-    }
-
     fn input(&mut self, input: Input) {
         match input {
             Input::Propose { origin, session, proposal } => self.proposal(origin, session, proposal),
+            Input::Decided { entry } => self.place(entry),
+            Input::Refuse { origin, code } => self.refuse(origin, code),
             Input::Net { from, msg } => self.message(from, msg),
             Input::SyncRequest { id } => self.sync_request(id),
             Input::TransferLeader { to } => self.transfer_leader(to),
@@ -359,19 +254,20 @@ impl Driver {
     }
 
     fn publish(&self) {
-        let info = self.info();
-        if let Some(s) = self.shared.upgrade() {
-            s.engine().set_raft_info(info);
-        }
+        self.board.publish(self.info());
+    }
+
+    /// Tells the engine something, in the stream's order. An engine that is gone (the node
+    /// is stopping) hears nothing more.
+    fn emit(&self, ev: Event) {
+        let _ = self.events.send(ev);
     }
 
     /// Stops this node: it logs why, stops taking part in the cluster, and the engine stops
     /// serving (the process exits non-zero; an embedded node reports why).
     fn fail(&mut self, why: String) -> bool {
         error!(node = self.id, "{why}");
-        if let Some(s) = self.shared.upgrade() {
-            s.engine().stop_serving(why);
-        }
+        self.emit(Event::Fail(why));
         false
     }
 }

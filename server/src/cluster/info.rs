@@ -1,6 +1,7 @@
 //! What a node knows of its Raft log and, while it leads, of its followers. The driver owns
-//! `RawNode` on its own thread, so it publishes this into the engine on every tick, and
-//! `mntr`, `lgif`, `/ready`, `/metrics` and `/api/v1/cluster` read the copy.
+//! `RawNode`, so it publishes this on the board it shares with the engine after every `Ready`
+//! (`cluster/board.rs`), and `mntr`, `lgif`, `/ready`, `/metrics` and `/api/v1/cluster` read
+//! the copy.
 
 use super::NodeId;
 use crate::engine::Engine;
@@ -66,26 +67,16 @@ impl RaftInfo {
 }
 
 impl Engine {
-    /// The driver's latest view of the Raft log and followers.
-    pub(crate) fn set_raft_info(&mut self, info: RaftInfo) {
-        if let Some(r) = self.replica.as_mut() {
-            r.raft = info;
-        }
-    }
-
-    /// Entries up to `index` are applied here, so they are committed and in the log: the
-    /// published commit and last index move with them under the same lock, so no reader ever
-    /// sees an applied index above the commit index (the driver publishes the rest later).
-    pub(crate) fn applied_through(&mut self, index: u64) {
-        if let Some(r) = self.replica.as_mut() {
-            r.raft.commit = r.raft.commit.max(index);
-            r.raft.last_index = r.raft.last_index.max(index);
-        }
-    }
-
-    /// The Raft view of a cluster node (`None` standalone).
-    pub(crate) fn raft_info(&self) -> Option<&RaftInfo> {
-        self.replica.as_ref().map(|r| &r.raft)
+    /// The Raft view of a cluster node (`None` standalone), as the driver last published it.
+    /// Entries applied here are committed and in the log, so commit and last index are at
+    /// least the applied index: no reader sees an applied index above the commit index
+    /// while the driver's next picture is on its way.
+    pub(crate) fn raft_info(&self) -> Option<RaftInfo> {
+        let mut info = self.replica.as_ref()?.board.info();
+        let applied = self.state.last_index();
+        info.commit = info.commit.max(applied);
+        info.last_index = info.last_index.max(applied);
+        Some(info)
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! The leader decides: a write that arrives on a follower is forwarded to the leader (our own
 //! message, because the leader's proposer must see it against its uncommitted changes), the
-//! leader's driver runs the proposer, and the entry (zxid, time, the digest after it) goes
-//! into the Raft log. Every node applies committed entries with the one `apply`, checks the
+//! leader's engine runs the proposer (`lead`), and its driver puts the entry (zxid, time, the
+//! digest after it) into the Raft log. The driver only orders: it never takes the engine's
+//! lock, and tells the engine what happened through one ordered stream of events (`events`). Every node applies committed entries with the one `apply`, checks the
 //! digest, and stops serving on a mismatch; the node holding the client's connection answers
 //! it (the entry's origin names it) and fires its watches. Sessions are created, closed and
 //! expired through the log; only the leader expires them, from the activity every node reports.
@@ -17,6 +18,9 @@
 //! - `driver`: the one owner of `RawNode` (a thread, or a task on the node's runtime),
 //!   handles `Ready` in raft-rs's order, and proposes as the leader.
 //! - `replica`: the engine's side: roles, forwarded failures, sync, touches, fail-stop.
+//! - `lead`: the ready leader's proposer, on the engine's side of the stream.
+//! - `events`: the driver's ordered stream to the engine, and the task that applies it.
+//! - `board`: what driver and engine share without a message (the Raft picture, touches).
 //! - `info`: the Raft log and followers as the driver publishes them (`mntr`, `lgif`, `/ready`).
 //! - `node`: one node assembled (engine, storage, driver, client listener).
 //! - `embed`: [`embed::TestKeeperCluster`], n nodes in one process over the in-memory network.
@@ -25,10 +29,13 @@
 //! - `tap`: a recorder of applied entries, roles and loads, for white-box checkers.
 //! - `broken`: the leader half of the `forget-acked-on-leader-change` broken mode.
 
+mod board;
 mod broken;
 mod driver;
 pub mod embed;
+mod events;
 mod info;
+mod lead;
 mod logger;
 pub mod message;
 pub mod net;
@@ -42,8 +49,11 @@ mod timing;
 use std::collections::BTreeMap;
 
 use testkeeper_core::propose::Proposal;
+use testkeeper_core::txn::Entry;
 
-pub use driver::{spawn, Driver, DriverError, DriverHandle};
+pub(crate) use board::Board;
+pub use driver::{Driver, DriverError, DriverHandle};
+pub(crate) use events::Event;
 pub use info::{FollowerInfo, RaftInfo, DEFAULT_STALE_LOG_GAP};
 pub use message::Msg;
 pub use replica::NodeStatus;
@@ -123,8 +133,13 @@ impl Role {
 /// What the engine sends its driver.
 #[derive(Debug)]
 pub enum Input {
-    /// Decide this (as the leader) or forward it to the leader.
+    /// Hand this to the leader to decide (back to this node's engine once it is the ready
+    /// leader, `Event::Decide`), or keep it until there is one.
     Propose { origin: u64, session: i64, proposal: Proposal },
+    /// An entry this node's engine decided as the leader: into the log, or refused.
+    Decided { entry: Entry },
+    /// Fail the waiter of `origin` on the node it came from.
+    Refuse { origin: u64, code: i32 },
     /// A message from another node.
     Net { from: NodeId, msg: Msg },
     /// Ask the leader how far it has proposed (a zookeeper-flavor sync); `id` comes back.
@@ -149,6 +164,21 @@ impl Link {
     /// Hands a proposal to the driver.
     pub fn propose(&self, origin: u64, session: i64, proposal: Proposal) {
         let _ = self.tx.send(Input::Propose { origin, session, proposal });
+    }
+
+    /// Hands an entry this leader decided to the driver, to order.
+    pub fn decided(&self, entry: Entry) {
+        let _ = self.tx.send(Input::Decided { entry });
+    }
+
+    /// Has the driver fail `origin`'s waiter on the node it came from.
+    pub fn refuse(&self, origin: u64, code: i32) {
+        let _ = self.tx.send(Input::Refuse { origin, code });
+    }
+
+    /// Stops the driver: the node takes no further part in the cluster.
+    pub fn stop(&self) {
+        let _ = self.tx.send(Input::Stop);
     }
 
     /// Asks the driver to learn the leader's last index for a sync.

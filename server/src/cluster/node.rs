@@ -1,6 +1,6 @@
 //! One cluster node, assembled: its engine (recovered from its data directory up to the
-//! commit index, or fresh in memory), its Raft storage over the engine's log, its driver, and
-//! its client listener.
+//! commit index, or fresh in memory), its Raft storage over the engine's log, its driver, the
+//! task that applies the driver's events to the engine, and its client listener.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,9 +10,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::driver::{self, DriverHandle};
+use super::events::apply_loop;
 use super::net::Transport;
 use super::store::{RaftStore, SnapRef};
-use super::{ClusterConfig, Input, Link, NodeId, NodeStatus, Replica};
+use super::{Board, ClusterConfig, Input, Link, NodeId, NodeStatus, Replica};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::engine::{Engine, Shared};
@@ -24,6 +25,9 @@ pub struct Node {
     pub id: NodeId,
     shared: Arc<Shared>,
     driver: DriverHandle,
+    /// Applies the driver's events (`cluster/events.rs`) beside a driver on a thread; ends
+    /// after the driver does. (A driver that is a task runs it in its own task.)
+    apply: Option<JoinHandle<()>>,
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -74,14 +78,23 @@ impl Node {
         let voters: Vec<NodeId> = cc.peers.keys().copied().collect();
         let store = RaftStore::new(log, voters, snap).map_err(|e| invalid(e.to_string()))?;
         let (tx, rx) = flume::unbounded();
-        engine.join_cluster(Replica::new(Link { node: cc.id, tx: tx.clone() }));
+        let board = Arc::new(Board::default());
+        engine.join_cluster(Replica::new(Link { node: cc.id, tx: tx.clone() }, board.clone()));
+        let disk = engine.disk.as_ref().map(crate::engine::DiskGuard::twin);
         let shared = Shared::new(cfg, engine);
         attach(cc.id, tx.clone());
-        let driver = driver::spawn(cc, store, applied, net, &shared, tx, rx)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let (events, events_rx) = flume::unbounded();
+        let apply = apply_loop(&shared, events_rx);
+        // A driver that is a task runs the apply loop in its own task; one on a thread has it
+        // as a task here.
+        let (apply, co_run) =
+            if cc.driver_runtime.is_some() { (None, Some(apply)) } else { (Some(tokio::spawn(apply)), None) };
+        let wiring = driver::Wiring { net, events, board, disk, tx, rx, co_run };
+        let driver =
+            driver::spawn(cc, store, applied, wiring).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         let (stop, _) = watch::channel(false);
         let tasks = crate::net::serve(listener, &shared, &stop);
-        Ok(Node { id: cc.id, shared, driver, addr, stop, tasks, peers: cc.peers.clone() })
+        Ok(Node { id: cc.id, shared, driver, apply, addr, stop, tasks, peers: cc.peers.clone() })
     }
 
     /// The client address.
@@ -158,6 +171,13 @@ impl Node {
             let _ = t.await;
         }
         self.driver.stop().await;
+        if let Some(apply) = self.apply.take() {
+            if kill {
+                // A killed process applies nothing more of what its driver had handed on.
+                apply.abort();
+            }
+            let _ = apply.await;
+        }
         if kill {
             self.shared.abandon();
         } else {

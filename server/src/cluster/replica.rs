@@ -1,8 +1,9 @@
-//! The engine's side of a cluster: what its driver tells it (roles, refusals, sync answers,
-//! snapshots from the leader, a fail-stop) and what it tells its driver (session activity,
-//! finished snapshots). Standalone engines never call any of this.
+//! The engine's side of a cluster: what its driver's event stream tells it (roles, refusals,
+//! sync answers, snapshots from the leader, a fail-stop: `cluster/events.rs`) and what it
+//! tells its driver (proposals and decided entries, syncs, session moves), with the board they
+//! share (`cluster/board.rs`). Standalone engines never call any of this.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,7 +11,6 @@ use testkeeper_core::snapshot;
 use testkeeper_wire::{Response, ZkError};
 use tracing::{error, info};
 
-use super::store::SnapRef;
 use super::{Link, NodeId, Role};
 use crate::engine::Engine;
 
@@ -43,26 +43,37 @@ pub(crate) struct SyncWait {
     pub upto: Option<u64>,
 }
 
+/// Why a leader's snapshot was not installed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstallError {
+    #[error("{0}")]
+    Decode(snapshot::SnapshotError),
+    #[error("it holds index {holds}, not {expected}")]
+    Index { holds: u64, expected: u64 },
+    #[error("writing it to {}: {source}", dir.display())]
+    Write { dir: std::path::PathBuf, source: std::io::Error },
+}
+
 /// The cluster part of an engine.
 #[derive(Debug)]
 pub(crate) struct Replica {
     pub link: Link,
+    /// What the driver publishes, and what it collects from here (`cluster/board.rs`).
+    pub board: Arc<super::board::Board>,
     pub role: Role,
     pub leader: NodeId,
     pub term: u64,
-    /// Sessions with activity here since the last report to the leader (ordered, as every
-    /// table whose order reaches a message or a reply: a simulation must replay).
-    pub touched: BTreeSet<i64>,
+    /// As the leader, the index of this term's first entry: the proposer starts once it is
+    /// applied (`cluster/lead.rs`). `None` while not leading.
+    pub lead_start: Option<u64>,
+    /// The ready leader's proposer (`cluster/lead.rs`).
+    pub lead: Option<super::lead::Lead>,
     pub syncs: BTreeMap<u64, SyncWait>,
     pub next_sync: u64,
     /// Fault injection: the next entry this node (as leader) proposes carries a wrong digest.
     pub invalid_digest_next: bool,
     /// Fault injection: this node applies the next write entry corrupted.
     pub corrupt_next: bool,
-    /// A snapshot this node finished, for the driver to offer followers and compact under.
-    pub snapshot: Option<(SnapRef, u64)>,
-    /// The Raft log and followers as the driver last published them.
-    pub raft: super::RaftInfo,
     /// zookeeper flavor, while this node leads: the node holding each session's connection,
     /// as ZooKeeper's leader's session tracker records its owner (set when the session is
     /// created, moved by a revalidation, claimed by the first node that asks after an
@@ -73,19 +84,19 @@ pub(crate) struct Replica {
 }
 
 impl Replica {
-    pub fn new(link: Link) -> Replica {
+    pub fn new(link: Link, board: Arc<super::board::Board>) -> Replica {
         Replica {
             link,
+            board,
             role: Role::Follower,
             leader: 0,
             term: 0,
-            touched: BTreeSet::new(),
+            lead_start: None,
+            lead: None,
             syncs: BTreeMap::new(),
             next_sync: 0,
             invalid_digest_next: false,
             corrupt_next: false,
-            snapshot: None,
-            raft: super::RaftInfo::default(),
             owners: HashMap::new(),
             gate: super::read_gate::ReadGate::Open,
         }
@@ -93,12 +104,16 @@ impl Replica {
 }
 
 impl Engine {
-    /// The driver saw a new role, leader or term.
-    pub(crate) fn role_changed(&mut self, role: Role, leader: NodeId, term: u64) {
+    /// The driver saw a new role, leader or term; `lead_start`: as the leader, the index of
+    /// this term's first entry.
+    pub(crate) fn role_changed(&mut self, role: Role, leader: NodeId, term: u64, lead_start: u64) {
         let Some(r) = self.replica.as_mut() else { return };
         let was_leader = r.role == Role::Leader;
         let (had, had_term) = (r.leader, r.term);
         (r.role, r.leader, r.term) = (role, leader, term);
+        // Whatever this node decided in an older role or term is the driver's to refuse.
+        r.lead = None;
+        r.lead_start = (role == Role::Leader).then_some(lead_start);
         if let Some(tap) = &self.cfg.tap {
             tap.role(r.link.node, role, term);
         }
@@ -118,6 +133,7 @@ impl Engine {
         if lost {
             self.drop_zookeeper_clients();
         }
+        self.lead_if_ready();
     }
 
     /// ZooKeeper: a server without a leader stops serving and disconnects its clients; their
@@ -176,23 +192,18 @@ impl Engine {
         }
     }
 
-    /// Records session activity, to report to the leader.
+    /// Records session activity, for the driver to report to the leader.
     pub(crate) fn note_activity(&mut self, session: i64) {
-        if let Some(r) = self.replica.as_mut() {
-            if r.role != Role::Leader {
-                r.touched.insert(session);
-            }
+        if let Some(r) = self.replica.as_ref().filter(|r| r.role != Role::Leader) {
+            r.board.touch(session);
         }
     }
 
-    /// Sessions active here since the last call.
-    pub(crate) fn take_touched(&mut self) -> Vec<i64> {
-        self.replica.as_mut().map(|r| std::mem::take(&mut r.touched).into_iter().collect()).unwrap_or_default()
-    }
-
-    /// A proposal this node waited for was not placed in the log (no leader in time, or the
-    /// leader changed): its waiter gets `code`, an error whose outcome is unknown to clients.
+    /// A proposal this node waited for was not placed in the log (no leader in time, the
+    /// leader changed, or this leader's log moved under its decision, which the proposer then
+    /// takes back): its waiter gets `code`, an error whose outcome is unknown to clients.
     pub(crate) fn refused(&mut self, origin: u64, code: i32) {
+        self.take_back(origin);
         let Some((session, conn, xid, started)) = self.fail_waiter(origin) else { return };
         self.reply(conn, xid, self.state.zxid(), code, &Response::Empty);
         self.finished(conn, xid, testkeeper_wire::OpCode::Error, None, started);
@@ -246,21 +257,16 @@ impl Engine {
         self.replica.as_mut().is_some_and(|r| std::mem::take(&mut r.corrupt_next))
     }
 
-    /// A snapshot this node finished, once, for the driver.
-    pub(crate) fn newest_snapshot(&mut self) -> Option<(SnapRef, u64)> {
-        self.replica.as_mut().and_then(|r| r.snapshot.take())
-    }
-
     /// The leader sent a snapshot: it replaces the state. What this node waited for may be in
     /// it or not, so those waiters get CONNECTIONLOSS.
-    pub(crate) fn install_snapshot(&mut self, body: &Arc<Vec<u8>>, index: u64) -> Result<(), String> {
-        let state = snapshot::read(body, self.state.rules(), |_| {}).map_err(|e| e.to_string())?;
+    pub(crate) fn install_snapshot(&mut self, body: &Arc<Vec<u8>>, index: u64) -> Result<(), InstallError> {
+        let state = snapshot::read(body, self.state.rules(), |_| {}).map_err(InstallError::Decode)?;
         if state.last_index() != index {
-            return Err(format!("it holds index {}, not {index}", state.last_index()));
+            return Err(InstallError::Index { holds: state.last_index(), expected: index });
         }
         if let Some(dir) = self.cfg.data_dir.as_ref().map(|d| crate::storage::snapshot_dir(d)) {
             crate::storage::snapshots::write(&dir, index, body)
-                .map_err(|e| format!("writing it to {}: {e}", dir.display()))?;
+                .map_err(|source| InstallError::Write { dir, source })?;
         }
         self.state = state;
         if let (Some(tap), Some(r)) = (&self.cfg.tap, &self.replica) {
@@ -293,17 +299,16 @@ impl Engine {
             return;
         }
         error!("stopping: {why}");
+        if let Some(r) = &self.replica {
+            // The node leaves the cluster too: its driver votes and acknowledges no more.
+            r.link.stop();
+        }
         self.stopped = true;
         self.stop_reason = Some(why);
         let conns: Vec<u64> = self.conns.keys().copied().collect();
         for c in conns {
             self.conns.close(c);
         }
-    }
-
-    /// Why this engine stopped serving, if it did.
-    pub(crate) fn stopped_reason(&self) -> Option<String> {
-        self.stop_reason.clone()
     }
 
     /// The node's status.
@@ -333,10 +338,10 @@ mod tests {
     fn follower(flavor: Flavor) -> (Engine, tokio::sync::mpsc::UnboundedReceiver<Out>) {
         let mut e = Engine::new(Arc::new(ServerConfig::new(flavor)), Clock::manual(0));
         let (tx, _) = flume::unbounded();
-        e.join_cluster(Replica::new(Link { node: 1, tx }));
+        e.join_cluster(Replica::new(Link { node: 1, tx }, Arc::default()));
         let (out, rx) = tokio::sync::mpsc::unbounded_channel();
         e.add_conn("127.0.0.1:1".parse().unwrap(), out, crate::engine::backlog::Backlog::new(0));
-        e.role_changed(Role::Follower, 2, 1);
+        e.role_changed(Role::Follower, 2, 1, 0);
         (e, rx)
     }
 
@@ -348,21 +353,21 @@ mod tests {
     fn a_zookeeper_follower_drops_its_clients_when_its_leader_is_replaced_without_a_gap() {
         let (mut e, mut rx) = follower(Flavor::Zookeeper);
         assert!(!closed(&mut rx), "a first leader closes nothing");
-        e.role_changed(Role::Follower, 3, 2);
+        e.role_changed(Role::Follower, 3, 2, 0);
         assert!(closed(&mut rx), "leader 2 replaced by 3 in one step");
         let (mut e, mut rx) = follower(Flavor::Zookeeper);
-        e.role_changed(Role::Follower, 2, 2);
+        e.role_changed(Role::Follower, 2, 2, 0);
         assert!(closed(&mut rx), "leader 2 re-elected in a new term");
         let (mut e, mut rx) = follower(Flavor::Zookeeper);
-        e.role_changed(Role::Follower, 2, 1);
+        e.role_changed(Role::Follower, 2, 1, 0);
         assert!(!closed(&mut rx), "nothing changed");
     }
 
     #[test]
     fn a_keeper_follower_keeps_its_clients_across_a_new_leader() {
         let (mut e, mut rx) = follower(Flavor::Keeper);
-        e.role_changed(Role::Follower, 3, 2);
-        e.role_changed(Role::Follower, 0, 3);
+        e.role_changed(Role::Follower, 3, 2, 0);
+        e.role_changed(Role::Follower, 0, 3, 0);
         assert!(!closed(&mut rx));
     }
 }

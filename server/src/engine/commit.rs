@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use testkeeper_core::apply::Outcome;
-use testkeeper_core::propose::{Decide, Proposal};
+use testkeeper_core::propose::Decide;
 use testkeeper_core::txn::{Entry, Txn};
 use testkeeper_wire::records::connect::ConnectResponse;
 use testkeeper_wire::{OpCode, Response};
@@ -22,9 +22,8 @@ impl Engine {
     /// the Raft driver (and from a follower on to the leader); standalone, this node decides.
     pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
         let origin = self.wait(session, reply);
-        if let Some(r) = &self.replica {
-            r.link.propose(origin, session, Proposal::of(&what));
-            return;
+        if self.replica.is_some() {
+            return self.propose_in_cluster(origin, session, what);
         }
         let now = self.clock.now_ms();
         let (_, at_once) = self.local.decide(&self.state, session, now, origin, what);
@@ -83,6 +82,8 @@ impl Engine {
         }
         if self.replica.is_none() {
             self.local.committed(entry.index());
+        } else {
+            self.lead_committed(entry.index());
         }
         if self.cfg.digest_check_on_commit {
             let full = self.state.tree().recompute_digest();

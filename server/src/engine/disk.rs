@@ -12,8 +12,8 @@
 //! It decides only whether a request is admitted, never what an entry does, so the state
 //! machine stays deterministic.
 //!
-//! A cluster node's driver asks the guard too, every tick (`cluster/driver/disk.rs`): a leader
-//! below the margin refuses proposals and hands its leadership on; a follower stops taking
+//! A cluster node's driver asks a twin of the guard too, every tick (`cluster/driver/disk.rs`):
+//! a leader below the margin hands its leadership on (its engine refuses the writes); a follower stops taking
 //! entries and serves no read until there is room and it has caught up. Under `testkeeper sim`
 //! the guard reads the simulated disk instead of the filesystem.
 
@@ -54,6 +54,16 @@ impl DiskGuard {
     /// A guard of a simulated disk (`log/sim`): low while the simulation has filled it.
     pub(crate) fn simulated(disk: crate::log::sim::SimDisk, keep: u64) -> Option<DiskGuard> {
         Self::over(Source::Sim(disk), keep)
+    }
+
+    /// A guard of the same disk and margin with a reading of its own (a cluster node's driver
+    /// reads its twin every tick, and never the engine's).
+    pub(crate) fn twin(&self) -> DiskGuard {
+        let source = match &self.source {
+            Source::Fs(dir) => Source::Fs(dir.clone()),
+            Source::Sim(disk) => Source::Sim(disk.clone()),
+        };
+        DiskGuard { source, keep: self.keep, checked: None, free: u64::MAX, low: false, refused: 0 }
     }
 
     fn over(source: Source, keep: u64) -> Option<DiskGuard> {

@@ -45,7 +45,7 @@ pub mod session;
 mod shared;
 mod snapshots;
 pub mod stats;
-mod waiters;
+pub(crate) mod waiters;
 
 use std::collections::HashMap;
 
@@ -66,6 +66,7 @@ use crate::log::Log;
 use crate::storage::snapshotter::Snapshotter;
 use crate::storage::{Recovery, StorageError};
 pub use conns::{ConnInfo, Conns, Out};
+pub(crate) use disk::DiskGuard;
 pub use dispatch::Flow;
 pub use log_info::LogInfo;
 pub use session::{Handshake, SessionRt};

@@ -275,7 +275,7 @@ impl Engine {
     /// Deletes empty containers that once had children and TTL nodes idle past their TTL,
     /// as ZooKeeper's ContainerManager does, through ordinary delete entries.
     pub fn collect_containers_and_ttls(&mut self, now: i64) {
-        let view = self.local.view(&self.state);
+        let view = self.lead_view().unwrap_or_else(|| self.local.view(&self.state));
         let tree = self.state.tree();
         let empty_container = |p: &str| view.get(p).is_some_and(|n| n.num_children == 0 && n.stat.cversion > 0);
         let expired = |p: &str, ttl: i64| view.get(p).is_some_and(|n| n.num_children == 0 && now - n.stat.mtime > ttl);
@@ -286,7 +286,8 @@ impl Engine {
             let req = Request::Delete(DeleteRequest { path: path.clone(), version: -1 });
             let ctx = Ctx { session: 0, auth: &sup };
             // Only a delete that will succeed is proposed: a failed one would take a zxid.
-            if decide(&self.state, &self.local.view(&self.state), &req, &ctx).is_ok() {
+            let view = self.lead_view().unwrap_or_else(|| self.local.view(&self.state));
+            if decide(&self.state, &view, &req, &ctx).is_ok() {
                 debug!(%path, "collecting container/TTL node");
                 self.propose(0, Decide::Write { req: &req, auth: &sup }, Reply::Internal);
             }

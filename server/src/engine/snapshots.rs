@@ -46,10 +46,10 @@ impl Engine {
                 self.log_info.last_snapshot_index = t.index;
                 self.log_info.last_snapshot_bytes = t.bytes;
                 self.log_info.last_snapshot_write_us = t.write_us;
-                if let Some(r) = self.replica.as_mut() {
+                if let Some(r) = self.replica.as_ref() {
                     // A cluster node's log is the driver's: it compacts, and offers the body.
                     if let Some(body) = t.body {
-                        r.snapshot = Some((crate::cluster::SnapRef { index: t.index, term: t.term, body }, below));
+                        r.board.snapshot_taken(crate::cluster::SnapRef { index: t.index, term: t.term, body }, below);
                     }
                     return;
                 }

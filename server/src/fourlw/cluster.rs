@@ -64,27 +64,27 @@ pub(super) fn not_serving(e: &Engine, word: &str) -> Option<&'static str> {
 /// The cluster lines of `mntr`: the leader's followers, and in zookeeper flavor every
 /// quorum member's `zk_quorum_size` (ZooKeeper 3.8's order, measured on a 3-server ensemble).
 pub(super) fn mntr_lines(e: &Engine, out: &mut String) {
-    let Some(r) = e.replica.as_ref() else { return };
+    let (Some(r), Some(raft)) = (e.replica.as_ref(), e.raft_info()) else { return };
     let mut kv = |k: &str, v: usize| {
         let _ = writeln!(out, "zk_{k}\t{v}");
     };
     let leads = r.role == Role::Leader;
     match e.cfg.flavor {
         Flavor::Keeper if leads => {
-            kv("followers", r.raft.followers.len());
-            kv("synced_followers", r.raft.synced_by_gap());
+            kv("followers", raft.followers.len());
+            kv("synced_followers", raft.synced_by_gap());
         }
         Flavor::Keeper => {}
         Flavor::Zookeeper => {
             if leads {
-                kv("synced_followers", r.raft.synced_and_active());
+                kv("synced_followers", raft.synced_and_active());
                 kv("synced_non_voting_followers", 0);
                 kv("synced_observers", 0);
                 // A follower's sync is answered with the leader's last index at once.
                 kv("pending_syncs", 0);
-                kv("learners", r.raft.active());
+                kv("learners", raft.active());
             }
-            kv("quorum_size", r.raft.members.len());
+            kv("quorum_size", raft.members.len());
         }
     }
 }

@@ -80,8 +80,9 @@ pub async fn transfer(State(shared): State<Arc<Shared>>, body: Bytes) -> Respons
     let e = shared.engine();
     let Some(r) = e.replica.as_ref() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
     let to = to.unwrap_or(r.link.node);
-    if !r.raft.members.contains(&to) {
-        return error(StatusCode::BAD_REQUEST, format!("node {to} is not a member {:?}", r.raft.members));
+    let members = r.board.info().members;
+    if !members.contains(&to) {
+        return error(StatusCode::BAD_REQUEST, format!("node {to} is not a member {members:?}"));
     }
     if r.leader == 0 || e.stop_reason.is_some() {
         return error(StatusCode::CONFLICT, "no leader is known to send the request to");

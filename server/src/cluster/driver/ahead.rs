@@ -64,8 +64,8 @@ pub fn held_by_sender(m: &Message) -> Option<(u64, u64)> {
 }
 
 impl Driver {
-    /// After a `Ready`: applies, up to the entry the leader held, what this node has persisted
-    /// of the leader's term. Returns false if the engine stopped.
+    /// After a `Ready`: hands the engine, up to the entry the leader held, what this node has
+    /// persisted of the leader's term. Returns false if the log cannot be read.
     pub(super) fn apply_on_stored(&mut self) -> bool {
         let Some((index, term)) = self.ahead.held else { return true };
         let log = &self.node.raft.raft_log;
@@ -78,22 +78,18 @@ impl Driver {
             return true;
         }
         self.ahead.held = None;
-        // The engine applies only what raft-rs reports committed and what this applied: it
-        // stands at the higher of the two (apply skips anything below it anyway).
-        let applied = log.applied.max(self.ahead.applied_to);
-        if index <= applied {
+        // Everything up to `handed` is with the engine already (committed, or applied so).
+        let from = self.handed.max(log.applied);
+        if index <= from {
             return true;
         }
-        let entries = match self.node.store().our_entries(applied + 1, index + 1) {
+        let entries = match self.node.store().our_entries(from + 1, index + 1) {
             Ok(e) => e,
-            Err(e) => return self.fail(format!("reading entries {}..={index} to apply: {e}", applied + 1)),
+            Err(e) => return self.fail(format!("reading entries {}..={index} to apply: {e}", from + 1)),
         };
-        let n = entries.len() as u64;
-        if !self.apply_ours(entries) {
-            return false;
-        }
+        self.ahead.count += entries.len() as u64;
+        self.apply_ours(entries);
         self.ahead.applied_to = self.ahead.applied_to.max(index);
-        self.ahead.count += n;
         true
     }
 }

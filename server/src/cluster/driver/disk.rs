@@ -1,8 +1,8 @@
 //! A cluster node whose disk is below its margin (`--keep-free-space-bytes`,
 //! `engine/disk.rs`) stays up instead of failing on ENOSPC. Read every tick:
-//! - as the leader it refuses client writes with NOTREADONLY, as a standalone server does, and
-//!   hands its leadership once to the follower with the most of the log, so a cluster whose
-//!   other disks have room goes on taking writes;
+//! - as the leader its engine refuses client writes with NOTREADONLY, as a standalone server
+//!   does (`cluster/lead.rs`), and the driver hands its leadership once to the follower with
+//!   the most of the log, so a cluster whose other disks have room goes on taking writes;
 //! - as a follower it steps no entries (appends and snapshots from the leader are dropped, as if
 //!   lost on the way; heartbeats are still answered, so it stands for no election) and serves
 //!   no read, its tree falling behind;
@@ -13,21 +13,21 @@
 //! the margin is there for them.
 
 use raft::eraftpb::MessageType;
-use testkeeper_core::propose::Proposal;
-use testkeeper_wire::ZkError;
 use tracing::{info, warn};
 
-use super::super::Role;
+use super::super::{Event, Role};
 use super::Driver;
+use crate::engine::DiskGuard;
 
 impl Driver {
-    /// Each tick, under the engine's lock: reads the guard and acts on a change.
-    pub(super) fn disk_on_tick(&mut self, e: &mut crate::engine::Engine) {
-        let low = e.disk_low_now();
+    /// Each tick: reads the driver's guard and acts on a change.
+    pub(super) fn disk_on_tick(&mut self) {
+        let low = self.disk.as_mut().is_some_and(DiskGuard::low);
         if low == self.disk_low {
             return;
         }
         self.disk_low = low;
+        self.board.set_disk_low(low);
         if low {
             warn!(
                 node = self.id,
@@ -37,12 +37,14 @@ impl Driver {
             self.handed_off = false;
             if self.role == Role::Follower {
                 // Asks nobody while low: only room on the disk (then a new ask) opens it.
-                self.close_gate(e, false);
+                let gate = self.close_gate(false);
+                self.emit(Event::Gate(gate));
             }
         } else {
             info!(node = self.id, "disk has room again: taking entries and writes");
             if self.role == Role::Follower && self.leader != 0 {
-                self.close_gate(e, false);
+                let gate = self.close_gate(false);
+                self.emit(Event::Gate(gate));
             }
         }
     }
@@ -53,15 +55,6 @@ impl Driver {
             self.handed_off = true;
             self.transfer_leader(0);
         }
-    }
-
-    /// Whether proposal `p` is refused for want of disk (a client write on a low leader).
-    pub(super) fn refused_for_disk(&mut self, origin: u64, p: &Proposal) -> bool {
-        if !self.disk_low || !matches!(p, Proposal::Write { .. }) {
-            return false;
-        }
-        self.refuse(origin, ZkError::NotReadOnly.code());
-        true
     }
 
     /// Whether a raft message is dropped for want of disk (entries a low follower cannot store).

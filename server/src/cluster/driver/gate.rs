@@ -7,8 +7,9 @@
 // tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
 use tokio::time::Instant;
 
+use super::super::events::Gate;
 use super::super::message::Msg;
-use super::super::Role;
+use super::super::{Event, Role};
 use super::Driver;
 
 /// Gate asks share `SyncAsk`/`SyncAnswer` with clients' syncs; this bit tells them apart (a
@@ -23,33 +24,34 @@ pub(super) struct Asking {
 }
 
 impl Driver {
-    /// After a role change, under the engine's lock that took it (so no read slips between
-    /// the two): a follower with a leader closes the gate and asks; any other role opens it.
-    pub(super) fn gate_on_role(&mut self, e: &mut crate::engine::Engine) {
+    /// After a role change, the gate the engine takes with it (in the same event, so no read
+    /// slips between the two): a follower with a leader closes the gate and asks; any other
+    /// role opens it.
+    pub(super) fn gate_on_role(&mut self) -> Gate {
         if self.role == Role::Follower && self.leader != 0 {
-            self.close_gate(e, false);
+            self.close_gate(false)
         } else {
             self.gate = None;
-            e.open_read_gate();
+            Gate::Open
         }
     }
 
     /// Closes the gate under a new id and asks the leader; `drop_clients`: the zookeeper
     /// flavor's clients are disconnected, as by a ZooKeeper follower whose leader link timed
     /// out (a role change has already done that where it had to).
-    pub(super) fn close_gate(&mut self, e: &mut crate::engine::Engine, drop_clients: bool) {
+    pub(super) fn close_gate(&mut self, drop_clients: bool) -> Gate {
         if self.disk_low {
             // It takes no entries, so it would never catch up: closed until there is room
             // (`driver/disk.rs` asks then).
             self.gate = None;
-            e.close_read_gate(0, drop_clients);
-            return;
+            return Gate::Close { id: 0, drop_clients };
         }
         self.next_gate += 1;
         let id = GATE_BIT | self.next_gate;
         self.gate = Some(Asking { id, at: Instant::now() });
-        e.close_read_gate(id, drop_clients);
+        // The answer comes back through this driver, so the engine sees it after the close.
         self.net.send(self.id, self.leader, Msg::SyncAsk { id });
+        Gate::Close { id, drop_clients }
     }
 
     /// Each tick: a follower whose ticks stopped for longer than an election timeout (a
@@ -59,9 +61,8 @@ impl Driver {
     pub(super) fn gate_on_tick(&mut self, slept: std::time::Duration) {
         let now = Instant::now();
         if self.role == Role::Follower && self.leader != 0 && slept > self.election_timeout {
-            if let Some(s) = self.shared.upgrade() {
-                self.close_gate(&mut s.engine(), true);
-            }
+            let gate = self.close_gate(true);
+            self.emit(Event::Gate(gate));
             return;
         }
         let timeout = self.election_timeout;
@@ -81,9 +82,7 @@ impl Driver {
         }
         if self.gate.is_some_and(|g| g.id == id) {
             self.gate = None;
-            if let Some(s) = self.shared.upgrade() {
-                s.engine().read_gate_answered(id, index);
-            }
+            self.emit(Event::GateAnswered { id, index });
         }
         true
     }

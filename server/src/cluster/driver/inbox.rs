@@ -7,7 +7,7 @@ use raft::eraftpb::Message;
 use tracing::warn;
 
 use super::super::message::Msg;
-use super::super::NodeId;
+use super::super::{Event, NodeId};
 use super::{ahead, Driver};
 
 impl Driver {
@@ -36,14 +36,7 @@ impl Driver {
                 }
             }
             Msg::Refuse { origin, code } => self.refuse_local(origin, code),
-            Msg::Touch { sessions } => {
-                if let Some(s) = self.shared.upgrade() {
-                    let mut e = s.engine();
-                    for id in sessions {
-                        e.touch(id);
-                    }
-                }
-            }
+            Msg::Touch { sessions } => self.emit(Event::Touch(sessions)),
             Msg::SyncAsk { id } => {
                 let index = self.node.raft.raft_log.last_index();
                 self.net.send(self.id, from, Msg::SyncAnswer { id, index });
@@ -52,15 +45,9 @@ impl Driver {
                 if self.gate_answered(id, index) {
                     return;
                 }
-                if let Some(s) = self.shared.upgrade() {
-                    s.engine().sync_answered(id, index);
-                }
+                self.emit(Event::SyncAnswered { id, index });
             }
-            Msg::Revalidate { session } => {
-                if let Some(s) = self.shared.upgrade() {
-                    s.engine().set_session_owner(session, from);
-                }
-            }
+            Msg::Revalidate { session } => self.emit(Event::Owner { session, node: from }),
         }
     }
 

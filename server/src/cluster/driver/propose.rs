@@ -1,19 +1,20 @@
-//! The driver's proposals: a client's write on any node goes to the leader, whose proposer
-//! decides it against the committed state plus everything it proposed; what cannot be placed
-//! is refused with the error Keeper gives; `sync` and leadership transfer.
+//! The driver's proposals: a client's write on any node goes to the leader, whose engine
+//! decides it against the committed state plus everything it decided (`cluster/lead.rs`), and
+//! whose driver places the entry in the log; what cannot be placed is refused with the error
+//! Keeper gives; `sync` and leadership transfer.
 
 // tokio's clock, not std's: under `testkeeper sim` it is the simulation's paused clock.
 use tokio::time::Instant;
 
 use raft::StateRole;
-use testkeeper_core::propose::{Decide, Proposal};
-use testkeeper_core::txn::Txn;
-use testkeeper_wire::{Request, ZkError};
-use tracing::{error, info, warn};
+use testkeeper_core::propose::Proposal;
+use testkeeper_core::txn::Entry;
+use testkeeper_wire::ZkError;
+use tracing::{info, warn};
 
 use super::super::message::Msg;
 use super::super::store::to_raft;
-use super::super::{NodeId, Role};
+use super::super::{Event, NodeId, Role};
 use super::Driver;
 
 impl Driver {
@@ -28,7 +29,10 @@ impl Driver {
             self.soft_state(leader, self.node.raft.state);
         }
         match self.role {
-            Role::Leader if self.proposer.is_some() => self.decide(origin, session, proposal),
+            Role::Leader if self.lead_ready => {
+                self.handed_back = true;
+                self.emit(Event::Decide { origin, session, proposal });
+            }
             Role::Leader => self.parked.push_back((Instant::now(), origin, session, proposal)),
             _ if !local => {
                 self.net.send(self.id, origin >> 48, Msg::Refuse { origin, code: ZkError::ConnectionLoss.code() })
@@ -41,61 +45,42 @@ impl Driver {
         }
     }
 
-    /// As the ready leader: decide the entry against the committed state plus everything
-    /// this leader proposed, and propose it.
-    pub(super) fn decide(&mut self, origin: u64, session: i64, proposal: Proposal) {
-        if self.refused_for_disk(origin, &proposal) {
-            return;
+    /// An entry this node's engine decided as the leader: proposed if it follows the log in
+    /// this term, otherwise refused, and the engine's proposer takes the decision back.
+    pub(super) fn place(&mut self, entry: Entry) {
+        if self.role == Role::Leader && self.node.raft.state != StateRole::Leader {
+            // As in `proposal`: take a role change read in this batch first.
+            let leader = self.node.raft.leader_id;
+            self.soft_state(leader, self.node.raft.state);
         }
-        let Some(shared) = self.shared.upgrade() else { return };
-        let entry = {
-            let mut e = shared.engine();
-            let proposer = self.proposer.as_mut().expect("checked by the caller");
-            let cp = proposer.checkpoint();
-            // ZooKeeper's leader checks a write's session against the node holding its
-            // connection: from a connection the session has left, an error entry (a zxid,
-            // nothing changed) whose waiter's connection is then closed.
-            let from = origin >> 48;
-            let moved = matches!(&proposal, Proposal::Write { req, .. } if !matches!(req, Request::Close))
-                && e.session_moved_from(session, from);
-            let what = if moved { Decide::Fail(ZkError::SessionMoved) } else { proposal.decide() };
-            let entry = proposer.propose(e.state(), session, e.clock.now_ms(), origin, what);
-            if let Txn::CreateSession { id, .. } = entry.txn() {
-                e.set_session_owner(*id, from);
-            }
-            let entry = if e.take_invalid_digest_fault() { entry.with_invalid_digest() } else { entry };
-            let expected = self.node.raft.raft_log.last_index() + 1;
-            if entry.index() != expected {
-                // Cannot happen while the role is current (see `proposal`): a bug, so loud.
-                error!(
-                    node = self.id,
-                    decided = entry.index(),
-                    raft = expected,
-                    "proposer and raft log disagree on the next index"
-                );
-                proposer.restore(cp);
-                drop(e);
-                return self.refuse(origin, ZkError::ConnectionLoss.code());
-            }
-            (entry, cp)
-        };
-        let (entry, cp) = entry;
+        let origin = entry.origin();
+        let r = &self.node.raft;
+        let follows = entry.term() == r.term && entry.index() == r.raft_log.last_index() + 1;
+        if self.role != Role::Leader || !follows {
+            // Decided in a role, term or log end this node has left: the engine learns of the
+            // change in the stream (a refusal after it takes nothing back that is current).
+            return self.undecide(origin);
+        }
         if origin >> 48 == self.id {
             self.in_flight.insert(origin, (self.term, Instant::now()));
         }
         if let Err(e) = self.node.propose(vec![], to_raft(&entry).data.into()) {
+            // raft-rs drops proposals while a leadership transfer is under way.
             warn!(node = self.id, error = %e, "proposal dropped");
-            if let Some(p) = self.proposer.as_mut() {
-                p.restore(cp);
-            }
             self.in_flight.remove(&origin);
-            self.refuse(origin, ZkError::ConnectionLoss.code());
-        } else {
-            if let Some(early) = self.early.as_mut() {
-                early.appended(&mut shared.engine(), &entry, origin >> 48 == self.id);
-            }
-            self.decided.push_back(entry);
+            return self.undecide(origin);
         }
+        self.decided.push_back(entry);
+    }
+
+    /// Refuses a decided entry: its waiter fails wherever it is, and this node's engine takes
+    /// the decision back.
+    fn undecide(&mut self, origin: u64) {
+        let code = ZkError::ConnectionLoss.code();
+        if origin >> 48 != self.id {
+            self.net.send(self.id, origin >> 48, Msg::Refuse { origin, code });
+        }
+        self.refuse_local(origin, code);
     }
 
     /// Fails a proposal's waiter, here or on the node it came from.
@@ -110,17 +95,13 @@ impl Driver {
 
     pub(super) fn refuse_local(&mut self, origin: u64, code: i32) {
         self.in_flight.remove(&origin);
-        if let Some(s) = self.shared.upgrade() {
-            s.engine().refused(origin, code);
-        }
+        self.emit(Event::Refused { origin, code });
     }
 
     pub(super) fn sync_request(&mut self, id: u64) {
         if self.role == Role::Leader {
             let index = self.node.raft.raft_log.last_index();
-            if let Some(s) = self.shared.upgrade() {
-                s.engine().sync_answered(id, index);
-            }
+            self.emit(Event::SyncAnswered { id, index });
         } else if self.leader != 0 {
             self.net.send(self.id, self.leader, Msg::SyncAsk { id });
         } else {

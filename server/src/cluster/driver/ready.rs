@@ -1,20 +1,19 @@
 //! The driver's `Ready`, in raft-rs's documented order (messages, snapshot, committed
 //! entries, append with the hard state, flush, persisted messages, advance, the light ready,
-//! advance_apply), and what each step does to the engine: a leader's snapshot replaces the
-//! state, committed entries are applied with the one `apply`. Where appending and flushing
+//! advance_apply), and what each step hands the engine: a leader's snapshot, which replaces
+//! the state, and committed entries, which it applies with the one `apply` (both through the
+//! stream of `cluster/events.rs`, in this order). Where appending and flushing
 //! cost nothing (memory, the simulated disk) the entries are stored before the messages go,
 //! so every message says its entries are in the sender's log (`driver/ahead.rs`).
 
 use std::sync::Arc;
 
 use raft::eraftpb::Snapshot;
-use testkeeper_core::propose::Proposer;
+use testkeeper_core::txn::Entry;
 use tracing::info;
 
-use testkeeper_core::txn::Entry;
-
 use super::super::store::{from_raft, SnapRef};
-use super::super::Role;
+use super::super::{Event, Role};
 use super::Driver;
 
 impl Driver {
@@ -26,6 +25,11 @@ impl Driver {
         let mut rd = self.node.ready();
         if let Some(ss) = rd.ss() {
             let (leader, role) = (ss.leader_id, ss.raft_state);
+            self.soft_state(leader, role);
+        } else if self.node.raft.term != self.term {
+            // A term that moved while leader and role came back to what they were (lost and won
+            // again between two readies) is a change raft-rs's soft state does not report.
+            let (leader, role) = (self.node.raft.leader_id, self.node.raft.state);
             self.soft_state(leader, role);
         }
         // 1. Messages a leader may send before it has persisted (here, where storing is
@@ -91,16 +95,11 @@ impl Driver {
     pub(super) fn install(&mut self, snap: Snapshot) -> bool {
         let meta = snap.get_metadata();
         let (index, term) = (meta.index, meta.term);
-        let Some(shared) = self.shared.upgrade() else { return false };
         let body = Arc::new(snap.data.to_vec());
-        {
-            let mut e = shared.engine();
-            if let Err(why) = e.install_snapshot(&body, index) {
-                drop(e);
-                return self.fail(format!("the leader's snapshot at index {index} does not load: {why}"));
-            }
-            e.applied_through(index);
-        }
+        // The engine loads it after everything handed before it; one that does not load stops
+        // the node (and this driver with it).
+        self.emit(Event::Snapshot { body: body.clone(), index });
+        self.handed = index;
         if let Err(e) = self.node.mut_store().install(SnapRef { index, term, body }) {
             return self.fail(format!("resetting the raft log to the snapshot failed: {e}"));
         }
@@ -108,21 +107,26 @@ impl Driver {
         true
     }
 
-    /// Applies committed entries. Returns false if the engine stopped (a digest mismatch).
+    /// Hands committed entries on. Returns false if one does not decode.
     pub(super) fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>) -> bool {
         if entries.is_empty() {
             return true;
         }
-        // A follower applied most of them already, on the leader's stored copy: those are not
-        // decoded only to be skipped.
-        let Some(applied) = self.shared.upgrade().map(|s| s.engine().state().last_index()) else { return false };
-        let decoded: Vec<_> = (entries.iter().filter(|re| re.index > applied))
-            .map(|re| match self.take_decided(re.index, re.term) {
-                Some(ours) => Ok(ours),
-                None => from_raft(re).map_err(|why| format!("committed entry {} does not decode: {why}", re.index)),
-            })
-            .collect();
-        self.apply_each(decoded.into_iter())
+        // A follower handed most of them on already, on the leader's stored copy: those are
+        // not decoded only to be skipped.
+        let handed = self.handed;
+        let mut ours = Vec::with_capacity(entries.len());
+        for re in entries.iter().filter(|re| re.index > handed) {
+            match self.take_decided(re.index, re.term) {
+                Some(e) => ours.push(e),
+                None => match from_raft(re) {
+                    Ok(e) => ours.push(e),
+                    Err(why) => return self.fail(format!("committed entry {} does not decode: {why}", re.index)),
+                },
+            }
+        }
+        self.apply_ours(ours);
+        true
     }
 
     /// This leader's own entry at `index`, as it decided it, if it proposed the entry Raft
@@ -135,49 +139,21 @@ impl Driver {
         (d.index() == index && d.term() == term).then(|| self.decided.pop_front()).flatten()
     }
 
-    /// Applies committed entries already in our form (read from our log).
-    pub(super) fn apply_ours(&mut self, entries: Vec<Entry>) -> bool {
-        self.apply_each(entries.into_iter().map(Ok))
-    }
-
-    /// Applies committed entries in order, skipping those already applied (on the leader's
-    /// stored copy, `driver/ahead.rs`). Returns false if the engine stopped.
-    fn apply_each(&mut self, entries: impl Iterator<Item = Result<Entry, String>>) -> bool {
-        let Some(shared) = self.shared.upgrade() else { return false };
-        let mut e = shared.engine();
-        for entry in entries {
-            let entry = match entry {
-                Ok(x) => x,
-                Err(why) => {
-                    drop(e);
-                    return self.fail(why);
-                }
-            };
-            if entry.index() <= e.state().last_index() {
-                continue;
+    /// Hands committed entries, already in our form, to the engine in index order, skipping
+    /// those handed before (on the leader's stored copy, `driver/ahead.rs`); once this
+    /// leader's first entry is among them, what waited for it goes to the engine to decide.
+    pub(super) fn apply_ours(&mut self, mut entries: Vec<Entry>) {
+        entries.retain(|e| e.index() > self.handed);
+        if let Some(last) = entries.last() {
+            self.handed = last.index();
+            for e in entries.iter().filter(|e| e.origin() >> 48 == self.id) {
+                self.in_flight.remove(&e.origin());
             }
-            if entry.origin() >> 48 == self.id {
-                self.in_flight.remove(&entry.origin());
-            }
-            let index = entry.index();
-            e.commit(entry);
-            e.applied_through(index);
-            if let Some(why) = e.stopped_reason() {
-                drop(e);
-                return self.fail(why);
-            }
-            if let Some(p) = self.proposer.as_mut() {
-                p.committed(index);
-            }
+            self.emit(Event::Committed(entries));
         }
-        if self.role == Role::Leader && self.proposer.is_none() && e.state().last_index() >= self.lead_start {
-            // Everything before this term is applied: the overlay starts empty over it.
-            let mut proposer = Proposer::new(e.state(), self.term);
-            proposer.set_broken_partial_multi(e.cfg.broken == Some(crate::broken::Broken::PartialMulti));
-            self.early = super::super::broken::EarlyAck::new(&e.cfg, e.state());
-            debug_assert_eq!(proposer.last_index(), self.node.raft.raft_log.last_index());
-            self.proposer = Some(proposer);
-            drop(e);
+        if self.role == Role::Leader && !self.lead_ready && self.handed >= self.lead_start {
+            // Everything before this term is handed on: the engine's proposer starts over it.
+            self.lead_ready = true;
             for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
                 self.proposal(origin, session, proposal);
             }
@@ -185,6 +161,5 @@ impl Driver {
                 self.sync_request(id);
             }
         }
-        true
     }
 }

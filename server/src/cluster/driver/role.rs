@@ -11,21 +11,16 @@ use tracing::{error, info};
 
 use super::super::info::{FollowerInfo, RaftInfo};
 use super::super::message::Msg;
-use super::super::{NodeId, Role};
+use super::super::{Event, NodeId, Role};
 use super::{Driver, OPERATION_TIMEOUT};
 
 impl Driver {
     /// Periodic work: report session activity to the leader, time out parked proposals,
     /// pick up a snapshot the engine finished.
     pub(super) fn on_tick(&mut self) {
-        let Some(shared) = self.shared.upgrade() else { return };
-        let info = self.info();
-        let (touched, snap) = {
-            let mut e = shared.engine();
-            e.set_raft_info(info);
-            self.disk_on_tick(&mut e);
-            (e.take_touched(), e.newest_snapshot())
-        };
+        self.publish();
+        self.disk_on_tick();
+        let (touched, snap) = (self.board.take_touched(), self.board.take_snapshot());
         self.disk_hand_off();
         if !touched.is_empty() && self.role != Role::Leader && self.leader != 0 {
             self.net.send(self.id, self.leader, Msg::Touch { sessions: touched });
@@ -96,7 +91,9 @@ impl Driver {
             StateRole::Candidate | StateRole::PreCandidate => Role::Candidate,
         };
         let term = self.node.raft.term;
-        let changed = (leader, role) != (self.leader, self.role);
+        // A new term alone is a change too: this node may have lost and won the leadership
+        // between two readies, and its engine's decisions of the older term are void.
+        let changed = (leader, role, term) != (self.leader, self.role, self.term);
         (self.leader, self.role) = (leader, role);
         if term != self.term {
             self.term = term;
@@ -110,18 +107,15 @@ impl Driver {
             return;
         }
         info!(node = self.id, role = role.name(), leader, term, "raft role changed");
-        self.proposer = None;
-        self.early = None;
+        self.lead_ready = false;
         self.decided.clear();
         if role == Role::Leader {
             // raft-rs appended this term's first (empty) entry when it became leader.
             self.lead_start = self.node.raft.raft_log.last_index();
         }
-        if let Some(s) = self.shared.upgrade() {
-            let mut e = s.engine();
-            e.role_changed(role, leader, term);
-            self.gate_on_role(&mut e);
-        }
+        // Role and gate in one event: no read is served between the two.
+        let gate = self.gate_on_role();
+        self.emit(Event::Role { role, leader, term, lead_start: self.lead_start, gate });
         if role != Role::Leader && leader != 0 {
             // Forward what waited for a leader.
             for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
