@@ -174,6 +174,47 @@ fn three_processes_elect_one_leader_and_replicate_through_any_node() {
     }
 }
 
+/// A killed leader's followers see its process gone (their connection from it ends and its
+/// address refuses connections) and leave its lease at once; the first survivor in id order
+/// stands for election within two ticks instead of an election timeout (docs/cluster.md,
+/// "When the leader's process dies"). Over Unix sockets and over TCP. Which survivor wins is
+/// not asserted: on a loaded machine the other may hear of the death late and win by timeout.
+#[test]
+fn followers_of_a_killed_leader_see_it_gone_and_the_first_survivor_stands_at_once() {
+    for tcp_only in [false, true] {
+        let mut o = ClusterOptions::new("keeper");
+        if tcp_only {
+            o.extra.push("--raft-tcp-only".into());
+        }
+        let (mut c, leader) = cluster(&o);
+        c.kill(leader);
+        let next = c.await_leader(WAIT).unwrap_or_else(|e| panic!("{e}"));
+        let survivors: Vec<u64> = c.ids().into_iter().filter(|i| *i != leader).collect();
+        assert!(survivors.contains(&next), "tcp_only={tcp_only}: node {next} leads after {leader} was killed");
+        // Every survivor's transport finds the process gone.
+        let seen = format!("raft peer gone: its connection ended and its address refuses connections peer={leader}");
+        let until = Instant::now() + WAIT;
+        while !survivors.iter().all(|id| c.log_tail(*id, 300).contains(&seen)) {
+            assert!(Instant::now() < until, "tcp_only={tcp_only}: {leader} never seen gone:\n{}", c.describe(60));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut left = 0;
+        for id in &survivors {
+            let log = c.log_tail(*id, 300);
+            // A driver that already follows the new leader when it hears has no lease to leave.
+            let Some(line) = log.lines().find(|l| l.contains("the leader's process is gone: leaving its lease")) else {
+                continue;
+            };
+            left += 1;
+            if *id == survivors[0] {
+                let ticks = line.split("campaign_in_ticks=").nth(1).and_then(|t| t.split_whitespace().next());
+                assert!(matches!(ticks, Some("0" | "1" | "2")), "the first survivor stands within two ticks: {line}");
+            }
+        }
+        assert!(left > 0, "tcp_only={tcp_only}: no survivor left the dead leader's lease:\n{}", c.describe(60));
+    }
+}
+
 #[test]
 fn kazoo_fails_over_when_the_leader_is_killed() {
     require_external!("kazoo venv", kazoo_venv_ready());

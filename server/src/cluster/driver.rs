@@ -15,6 +15,8 @@
 //! - `dedup`: forwarded proposals seen, so a copy is not proposed twice.
 //! - `disk`: a disk below its margin: writes refused, leadership handed on, entries dropped.
 //! - `gate`: asking the leader how far to catch up before this follower serves reads.
+//! - `gone`: a follower whose leader's process is gone leaves its lease and, first in id order,
+//!   stands for election at once.
 //! - `handle`: the running driver's handle: its input channel, stopping it.
 //! - `inbox`: what peers send (raft-rs's messages and ours), and raft-rs's messages out.
 //! - `propose`: proposals, forwarding, placing the leader's decisions, refusals, `sync`,
@@ -27,6 +29,7 @@ mod ahead;
 mod dedup;
 mod disk;
 mod gate;
+mod gone;
 mod handle;
 mod inbox;
 mod propose;
@@ -240,6 +243,7 @@ impl Driver {
             Input::Propose { origin, session, proposal } => self.proposal(origin, session, proposal),
             Input::Decided { entry } => self.place(entry),
             Input::Refuse { origin, code } => self.refuse(origin, code),
+            Input::PeerGone { peer } => self.peer_gone(peer),
             Input::Net { from, msg } => self.message(from, msg),
             Input::SyncRequest { id } => self.sync_request(id),
             Input::TransferLeader { to } => self.transfer_leader(to),

@@ -149,6 +149,9 @@ pub enum Input {
     TransferLeader { to: NodeId },
     /// zookeeper flavor: a client resumed `session` here; tell the leader it lives here now.
     Revalidate { session: i64 },
+    /// The transport found node `peer`'s process gone: its connection here ended and its
+    /// address refuses connections (`net/tcp/gone.rs`).
+    PeerGone { peer: NodeId },
     /// Stop the driver (shutdown, a kill, or a fail-stop).
     Stop,
 }

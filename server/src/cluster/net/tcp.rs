@@ -11,6 +11,10 @@
 //! a leader (two peers, two tasks woken at once) a wake-up of the other worker thread, on the
 //! path of every replicated write; one write per peer per turn keeps the batching the writer
 //! task gave (a write per message costs a syscall and a wake-up of the peer's reader each).
+//!
+//! A peer whose connection to this node ends and whose address then refuses connections has
+//! no process any more: the driver hears it at once (`gone`), as a ZooKeeper follower sees its
+//! leader's socket close, instead of only after an election timeout of silence.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -149,11 +153,13 @@ impl TcpNet {
     /// does nothing (the listeners are taken by the first).
     pub fn attach(&self, input: flume::Sender<Input>) {
         let Some(listeners) = self.listener.lock().expect("tcp listener").take() else { return };
+        let unix = self.sockets == PeerSockets::SameHostUnix;
+        let dial = Arc::new(gone::Dial { peers: self.peers.clone(), unix });
         #[cfg(target_os = "linux")]
-        if let Some(unix) = listeners.unix {
-            self.rt.spawn(accept_frames(unix, input.clone()));
+        if let Some(l) = listeners.unix {
+            self.rt.spawn(accept_frames(l, input.clone(), dial.clone()));
         }
-        self.rt.spawn(accept_frames(listeners.tcp, input));
+        self.rt.spawn(accept_frames(listeners.tcp, input, dial));
     }
 
     fn out(&self, to: NodeId) -> Option<Out> {
@@ -175,14 +181,20 @@ impl TcpNet {
 const WRITE_BATCH: usize = 256 * 1024;
 
 /// Accepts peers' connections on `listener` for ever, reading each one's frames into `input`.
-async fn accept_frames(listener: impl Accept, input: flume::Sender<Input>) {
+/// When one ends, the peer that sent on it is asked whether it is still there (`gone`).
+async fn accept_frames(listener: impl Accept, input: flume::Sender<Input>, dial: Arc<gone::Dial>) {
     loop {
         match listener.accept_peer().await {
             Ok((s, peer)) => {
-                let input = input.clone();
+                let (input, dial) = (input.clone(), dial.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = read_frames(s, &input).await {
-                        debug!(%peer, error = %e, "raft peer connection ended");
+                    let mut from = None;
+                    match read_frames(s, &input, &mut from).await {
+                        Ok(()) => return,
+                        Err(e) => debug!(%peer, error = %e, "raft peer connection ended"),
+                    }
+                    if let Some(id) = from {
+                        dial.check(id, &input).await;
                     }
                 });
             }
@@ -194,7 +206,13 @@ async fn accept_frames(listener: impl Accept, input: flume::Sender<Input>) {
     }
 }
 
-async fn read_frames(s: impl AsyncRead + Unpin, input: &flume::Sender<Input>) -> io::Result<()> {
+/// Reads frames into `input` until the connection ends (an error, EOF among them) or the node
+/// is gone (`Ok`); `from` is the sender of the last frame.
+async fn read_frames(
+    s: impl AsyncRead + Unpin,
+    input: &flume::Sender<Input>,
+    from: &mut Option<NodeId>,
+) -> io::Result<()> {
     // Buffered: a frame's length and body, and the frames behind it, in one read.
     let mut s = tokio::io::BufReader::with_capacity(64 * 1024, s);
     loop {
@@ -204,9 +222,10 @@ async fn read_frames(s: impl AsyncRead + Unpin, input: &flume::Sender<Input>) ->
         }
         let mut buf = vec![0; len];
         s.read_exact(&mut buf).await?;
-        let from = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+        let sender = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+        *from = Some(sender);
         let msg = Msg::decode(&buf[8..]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.0))?;
-        if input.send(Input::Net { from, msg }).is_err() {
+        if input.send(Input::Net { from: sender, msg }).is_err() {
             return Ok(());
         }
     }
@@ -322,5 +341,6 @@ impl TcpNet {
     }
 }
 
+mod gone;
 #[cfg(test)]
 mod tests;
