@@ -233,6 +233,11 @@ async fn read_frames(
 
 async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>, link: Arc<Link>) {
     let mut backoff = Duration::from_millis(10);
+    // Frames whose write failed on a connection that had broken unseen (a peer restarted while
+    // nothing was sent to it): they go first on the next connection, if that one is made at
+    // once. A follower's first message to a peer it never talks to (its answer to a candidate's
+    // vote request) was lost so, and the election waited a whole timeout for it.
+    let mut carried: Option<Vec<u8>> = None;
     'connect: loop {
         let s = match Conn::connect(&addr, unix).await {
             Ok(s) => {
@@ -242,6 +247,7 @@ async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>,
             Err(e) => {
                 debug!(%addr, error = %e, "raft peer unreachable");
                 // Drain what queued meanwhile: stale Raft messages only confuse a peer.
+                carried = None;
                 while rx.try_recv().is_ok() {
                     link.queued.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -254,6 +260,13 @@ async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>,
             }
         };
         backoff = Duration::from_millis(10);
+        if let Some(frames) = carried.take() {
+            // Sent again whole: a peer drops the partial frame a broken connection left it,
+            // and Raft's messages (and our forwarded writes, `driver/dedup.rs`) bear a copy.
+            if write_all(&s, &frames).await.is_err() {
+                continue 'connect;
+            }
+        }
         *link.stream.lock().expect("tcp link") = Some(s.clone());
         let mut batch = Vec::with_capacity(WRITE_BATCH);
         while let Some(frame) = rx.recv().await {
@@ -277,6 +290,7 @@ async fn write_frames(addr: String, unix: bool, mut rx: mpsc::Receiver<Vec<u8>>,
             link.queued.fetch_sub(frames, Ordering::AcqRel);
             if written.is_err() {
                 *link.stream.lock().expect("tcp link") = None;
+                carried = Some(std::mem::take(&mut batch));
                 continue 'connect;
             }
         }

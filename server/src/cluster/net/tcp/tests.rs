@@ -101,3 +101,35 @@ async fn big_and_small_frames_arrive_whole_and_in_order() {
         }
     }
 }
+
+/// A peer that died and came back while nothing was sent to it: the first frame after that
+/// finds the old connection broken, and must still arrive over the new one. (A follower's
+/// answer to a candidate it never talked to was lost so, and the election waited a timeout.)
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_frame_after_a_peers_restart_arrives() {
+    use tokio::io::AsyncReadExt;
+    // Node 2 is a bare Unix listener at the name its address gives, so it can die and return.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let a2 = port.local_addr().unwrap();
+    let first = super::super::local::listen(a2).expect("an abstract unix name");
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let (tx1, _rx1) = flume::unbounded();
+    let peers = BTreeMap::from([(2, a2.to_string())]);
+    let (n1, _) = TcpNet::start(any, peers, PeerSockets::SameHostUnix, tx1).await.unwrap();
+    n1.send(1, 2, Msg::SyncAsk { id: 1 });
+    n1.flush();
+    let (mut conn, _) = first.accept().await.unwrap();
+    let mut head = [0u8; 4];
+    conn.read_exact(&mut head).await.unwrap();
+    // Node 2 dies: its connection and listener close. Then it is back, under the same name.
+    drop((conn, first));
+    let again = super::super::local::listen(a2).expect("the name again");
+    let (tx2, rx2) = flume::unbounded();
+    let dial = Arc::new(gone::Dial { peers: BTreeMap::new(), unix: true });
+    tokio::spawn(accept_frames(again, tx2, dial));
+    n1.send(1, 2, Msg::SyncAsk { id: 2 });
+    n1.flush();
+    let got = recv(&rx2).await;
+    assert!(matches!(got, Input::Net { from: 1, msg: Msg::SyncAsk { id: 2 } }), "{got:?}");
+}
