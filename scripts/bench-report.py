@@ -333,11 +333,13 @@ def cluster_section(c):
              "does); the killed member is restarted and the cluster is whole again before the next round. "
              f"testkeeper: {', '.join('none within 60 s' if x is None else f'{x:.0f}' for x in f['testkeeper_ms'])} ms (median "
              f"{f['testkeeper_median_ms']:.0f}); ZooKeeper: {', '.join('none within 60 s' if x is None else f'{x:.0f}' for x in f['zookeeper_ms'])} ms "
-             f"(median {f['zookeeper_median_ms']:.0f}): ratio **{fmt_ratio(f['ratio'], 3)}**. testkeeper's is set by "
-             "its election timeout (`--election-ticks` x `--raft-tick-ms` plus the survivor's offset, 200-280 ms by "
-             "default; Keeper's defaults "
-             "take 1-2 s); ZooKeeper's followers see the dead leader's sockets close at once and elect a new one "
-             "with FastLeaderElection (200 ms finalize wait), then sync.\n")
+             f"(median {f['zookeeper_median_ms']:.0f}): ratio **{fmt_ratio(f['ratio'], 3)}**. Both sides see the "
+             "dead leader's sockets close at once. testkeeper's survivors then find its Raft address refusing "
+             "connections, leave its lease, and the first in id order stands for election within two 20 ms ticks "
+             "(docs/cluster.md, \"When the leader's process dies\"; before, they waited out the election timeout, "
+             "`--election-ticks` x `--raft-tick-ms` plus the survivor's offset, 200-280 ms by default, and Keeper's "
+             "defaults take 1-2 s); ZooKeeper's elect a new leader with FastLeaderElection (200 ms finalize "
+             "wait), then sync.\n")
     st = c["start"]
     cur = st["curator"]
     line = (f"**In-process start of 3 nodes to a leader.** `TestKeeperCluster::start(3)` to `await_leader` (a "
