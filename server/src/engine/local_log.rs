@@ -3,7 +3,8 @@
 //! in its own log. The entries decided under one lock are appended in one write when the lock
 //! is released; they commit at once in memory or with `--fsync never`, or when the syncer's
 //! flush covers them (`--fsync always`, group commit). A cluster node decides nothing here:
-//! its driver's proposer does, and its log is the driver's (`Engine::take_log`).
+//! while it leads it decides with the raft half's proposer (`cluster/lead.rs`), and its log is
+//! the driver's (`Engine::take_log`).
 //!
 //! [`LocalLog`] hands the engine the entries that commit; applying them (`commit.rs`) is the
 //! engine's, the same for both halves of the stream.

@@ -79,7 +79,8 @@ pub struct Engine {
     pub(crate) clock: Clock,
     /// The committed state; only `commit` applies entries to it.
     pub(crate) state: State,
-    /// Standalone: the proposer and the log (a cluster node's are its driver's).
+    /// Standalone: the proposer and the log (a cluster node's proposer is `Replica::lead`,
+    /// its log the driver's).
     local: local_log::LocalLog,
     /// Who waits for each proposed entry, by the origin the entry carries.
     waiters: waiters::Waiters,
