@@ -313,7 +313,9 @@ fn write_json(path: Option<&std::path::Path>, out: &Value) -> Result<(), String>
 /// spawned ZooKeeper).
 async fn start_targets(args: &BenchArgs) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
-    let blocking = |r: Result<Result<spawn::Spawned, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string())?;
+    let blocking = |r: Result<Result<spawn::Spawned, spawn::SpawnError>, tokio::task::JoinError>| {
+        r.map_err(|e| e.to_string())?.map_err(String::from)
+    };
     if let Some(list) = &args.target {
         out.push(Target::members("target", crate::conform::endpoint(&list.0).await.nodes));
     } else if args.spawn_testkeeper {

@@ -79,23 +79,57 @@ pub struct TkOptions {
     pub phases: bool,
 }
 
+/// Why a server under test was not started or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// A file, directory, port, process or socket step failed; `what` says which.
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{label} exited before answering ruok: {status}")]
+    Exited { label: &'static str, status: std::process::ExitStatus },
+    #[error("{label} did not answer ruok on {addr} within {within:?}")]
+    NoAnswer { label: &'static str, addr: SocketAddr, within: Duration },
+    #[error("ZooKeeper on {0} answered imok but never served")]
+    NotServing(SocketAddr),
+    #[error("{0} not found; run scripts/install-test-deps.sh")]
+    Missing(&'static str),
+    #[error("no {0} in mntr")]
+    NoMntrKey(String),
+    #[error("class path: {0}")]
+    ClassPath(#[from] std::env::JoinPathsError),
+}
+
+impl SpawnError {
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SpawnError {
+        let what = what.into();
+        move |source| SpawnError::Io { what, source }
+    }
+}
+
+/// The bench reports a failed start as one line: its callers' errors are that line.
+impl From<SpawnError> for String {
+    fn from(e: SpawnError) -> String {
+        e.to_string()
+    }
+}
+
 /// A fresh data directory under the system temp directory, named for `what`.
 pub fn temp_data_dir(what: &str) -> PathBuf {
     std::env::temp_dir().join(format!("testkeeper-bench-{what}-{}-{}", std::process::id(), free_port().unwrap_or(0)))
 }
 
 /// A port nobody listens on right now (another process may still take it before we bind).
-pub fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, SpawnError> {
     Ok(free_ports(1)?[0])
 }
 
 /// `n` ports nobody listens on right now, all different: each is held until all are chosen, since
 /// ports picked one by one can repeat (one cluster member's two listeners on one port fails it).
-pub fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+pub fn free_ports(n: usize) -> Result<Vec<u16>, SpawnError> {
     let held = (0..n)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("no free port: {e}")))
-        .collect::<Result<Vec<_>, String>>()?;
-    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())).collect()
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(SpawnError::io("no free port")))
+        .collect::<Result<Vec<_>, SpawnError>>()?;
+    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(SpawnError::io("a free port's address"))).collect()
 }
 
 /// Sends a four-letter word and reads the answer until the server closes.
@@ -115,10 +149,13 @@ pub fn four_letter_word_within(addr: SocketAddr, word: &str, timeout: Duration) 
 }
 
 /// `zk_<key>` from `mntr`, waiting up to `timeout` for the answer.
-pub fn mntr_value(addr: SocketAddr, key: &str, timeout: Duration) -> Result<String, String> {
-    let text = four_letter_word_within(addr, "mntr", timeout).map_err(|e| format!("mntr: {e}"))?;
+pub fn mntr_value(addr: SocketAddr, key: &str, timeout: Duration) -> Result<String, SpawnError> {
+    let text = four_letter_word_within(addr, "mntr", timeout).map_err(SpawnError::io("mntr"))?;
     let prefix = format!("zk_{key}\t");
-    text.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).ok_or_else(|| format!("no {key} in mntr"))
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_string)
+        .ok_or_else(|| SpawnError::NoMntrKey(key.into()))
 }
 
 /// VmRSS of a process in bytes, from /proc/PID/status.
@@ -135,18 +172,18 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
 pub const IMOK_POLL: Duration = Duration::from_micros(50);
 
 /// Polls `ruok` every [`IMOK_POLL`] from `start` until `imok`, the child dies, or time runs out.
-fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -> Result<Duration, String> {
+fn wait_imok(label: &'static str, child: &mut Child, addr: SocketAddr, start: Instant) -> Result<Duration, SpawnError> {
     loop {
         if four_letter_word(addr, "ruok").is_ok_and(|a| a == "imok") {
             return Ok(start.elapsed());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("{label} exited before answering ruok: {status}"));
+            return Err(SpawnError::Exited { label, status });
         }
         if start.elapsed() > STARTUP_TIMEOUT {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{label} did not answer ruok on {addr} within {STARTUP_TIMEOUT:?}"));
+            return Err(SpawnError::NoAnswer { label, addr, within: STARTUP_TIMEOUT });
         }
         std::thread::sleep(IMOK_POLL);
     }
@@ -156,10 +193,10 @@ fn wait_imok(label: &str, child: &mut Child, addr: SocketAddr, start: Instant) -
 ///
 /// # Errors
 /// The binary cannot be found or spawned, or never answers `imok`.
-pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
+pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, SpawnError> {
     let exe = match &opts.bin {
         Some(b) => b.clone(),
-        None => std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?,
+        None => std::env::current_exe().map_err(SpawnError::io("cannot find this binary"))?,
     };
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
     let mut cmd = Command::new(&exe);
@@ -179,7 +216,7 @@ pub fn testkeeper(opts: &TkOptions) -> Result<Spawned, String> {
     }
     let label = opts.label.unwrap_or("testkeeper");
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("spawning {} serve: {e}", exe.display()))?;
+    let mut child = cmd.spawn().map_err(SpawnError::io(format!("spawning {} serve", exe.display())))?;
     let launch_to_imok = wait_imok(label, &mut child, addr, start)?;
     // Written before the address was announced, so before `imok`: in the pipe by now.
     let phases = child.stderr.take().and_then(launch_line);
@@ -209,15 +246,15 @@ fn launch_line(stderr: std::process::ChildStderr) -> Option<serde_json::Value> {
 ///
 /// # Errors
 /// The log configuration cannot be written.
-pub fn zookeeper_jvm(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, String> {
+pub fn zookeeper_jvm(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, SpawnError> {
     let log4j = "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
                  log4j.appender.FILE.File=zookeeper.log\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
                  log4j.appender.FILE.layout.ConversionPattern=%d %-5p %m%n\n";
     let props = conf.join("log4j.properties");
-    std::fs::write(&props, log4j).map_err(|e| format!("writing {}: {e}", props.display()))?;
+    std::fs::write(&props, log4j).map_err(SpawnError::io(format!("writing {}", props.display())))?;
     let mut cp: Vec<PathBuf> = vec![conf.to_path_buf(), ZOOKEEPER_JAR.into()];
     cp.extend(LOG_JARS.iter().map(PathBuf::from).filter(|p| p.is_file()));
-    let cp = std::env::join_paths(cp).map_err(|e| e.to_string())?;
+    let cp = std::env::join_paths(cp)?;
     let mut cmd = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()));
     cmd.current_dir(dir).arg("-cp").arg(cp).args(jvm);
     cmd.arg(format!("-Dlog4j.configuration=file:{}", props.display()));
@@ -232,7 +269,7 @@ pub fn zookeeper_jvm(dir: &Path, conf: &Path, jvm: &[&str]) -> Result<Command, S
 ///
 /// # Errors
 /// ZooKeeper or java is missing, or the server never answers `imok`.
-pub fn zookeeper(force_sync: bool) -> Result<Spawned, String> {
+pub fn zookeeper(force_sync: bool) -> Result<Spawned, SpawnError> {
     zookeeper_in(&temp_data_dir("zk"), force_sync, &ZK_JVM)
 }
 
@@ -241,17 +278,17 @@ pub fn zookeeper(force_sync: bool) -> Result<Spawned, String> {
 ///
 /// # Errors
 /// As [`zookeeper`].
-pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Result<Spawned, String> {
+pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Result<Spawned, SpawnError> {
     if !std::path::Path::new(ZOOKEEPER_JAR).is_file() {
-        return Err(format!("{ZOOKEEPER_JAR} not found; run scripts/install-test-deps.sh"));
+        return Err(SpawnError::Missing(ZOOKEEPER_JAR));
     }
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()?));
     let dir = dir.to_path_buf();
     let conf = dir.join("conf");
     let data = dir.join("data");
-    let io = |e: std::io::Error| format!("preparing {}: {e}", dir.display());
-    std::fs::create_dir_all(&conf).map_err(io)?;
-    std::fs::create_dir_all(&data).map_err(io)?;
+    let io = || SpawnError::io(format!("preparing {}", dir.display()));
+    std::fs::create_dir_all(&conf).map_err(io())?;
+    std::fs::create_dir_all(&data).map_err(io())?;
     let cfg = format!(
         "tickTime=2000\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n\
          forceSync={}\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
@@ -259,10 +296,10 @@ pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Re
         addr.port(),
         if force_sync { "yes" } else { "no" }
     );
-    std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io)?;
+    std::fs::write(conf.join("zoo.cfg"), cfg).map_err(io())?;
     let mut cmd = zookeeper_jvm(&dir, &conf, jvm)?;
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("spawning java: {e}"))?;
+    let mut child = cmd.spawn().map_err(SpawnError::io("spawning java"))?;
     let launch_to_imok = wait_imok("ZooKeeper", &mut child, addr, start)?;
     // Owned from here on, so an error below still kills the JVM.
     let mut spawned = Spawned {
@@ -278,7 +315,7 @@ pub fn zookeeper_in(dir: &std::path::Path, force_sync: bool, jvm: &[&str]) -> Re
     // imok comes as soon as the listener is up; wait until it really serves requests.
     while !four_letter_word(addr, "srvr").unwrap_or_default().contains("Mode: ") {
         if start.elapsed() > STARTUP_TIMEOUT {
-            return Err(format!("ZooKeeper on {addr} answered imok but never served"));
+            return Err(SpawnError::NotServing(addr));
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -43,8 +43,10 @@ pub async fn measure(n: u64, value_size: usize, seed: u64, restarts: usize) -> R
               "testkeeper": tk, "zookeeper": zk, "start_ratio": ratio}))
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string())?
+async fn blocking<T: Send + 'static, E: Into<String> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| e.to_string())?.map_err(Into::into)
 }
 
 /// `zk_<key>` from `mntr`.

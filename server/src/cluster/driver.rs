@@ -75,8 +75,6 @@ pub struct Driver {
     /// The index of this leader's first entry: proposals wait until it is handed to the
     /// engine, whose proposer then starts (`cluster/lead.rs`).
     lead_start: u64,
-    /// Whether this leader's engine decides yet: its term's first entry is handed on.
-    lead_ready: bool,
     /// This turn handed proposals to the engine to decide.
     handed_back: bool,
     /// The highest index handed to the engine to apply (committed, or on the leader's stored
@@ -189,7 +187,6 @@ pub(crate) fn spawn(
         rx,
         tick: Duration::from_millis(cfg.tick_ms.max(1)),
         lead_start: 0,
-        lead_ready: false,
         handed_back: false,
         handed: applied,
         role: Role::Follower,
@@ -255,6 +252,12 @@ impl Driver {
             }
             Input::Stop => {}
         }
+    }
+
+    /// Whether this node leads and its engine decides yet: the term's first entry is handed
+    /// on, so the engine's proposer has started (`cluster/lead.rs`).
+    fn lead_ready(&self) -> bool {
+        self.role == Role::Leader && self.handed >= self.lead_start
     }
 
     fn publish(&self) {

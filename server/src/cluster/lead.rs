@@ -73,9 +73,11 @@ impl Engine {
     /// entry to the driver.
     fn decide_as_leader(&mut self, origin: u64, session: i64, what: Decide<'_>) {
         let from = origin >> 48;
-        if matches!(what, Decide::Write { .. }) && self.disk_low_now() {
+        let forwarded = self.replica.as_ref().is_some_and(|r| r.link.node != from);
+        if forwarded && matches!(what, Decide::Write { .. }) && self.disk_low_now() {
             // A leader below its disk margin takes no client write, whichever node sent it
-            // (`cluster/driver/disk.rs` hands the leadership on).
+            // (`cluster/driver/disk.rs` hands the leadership on). Its own clients' writes were
+            // refused before they were proposed (`engine/dispatch.rs`).
             return self.refuse_anywhere(origin, ZkError::NotReadOnly.code());
         }
         // ZooKeeper's leader checks a write's session against the node holding its

@@ -29,8 +29,6 @@ pub struct Ahead {
     on: bool,
     /// (index, term) of the newest entry of its term that a leader held when it sent it.
     held: Option<(u64, u64)>,
-    /// The highest index applied on the leader's stored copy.
-    pub applied_to: u64,
     /// How many entries were applied so.
     pub count: u64,
 }
@@ -89,7 +87,6 @@ impl Driver {
         };
         self.ahead.count += entries.len() as u64;
         self.apply_ours(entries);
-        self.ahead.applied_to = self.ahead.applied_to.max(index);
         true
     }
 }

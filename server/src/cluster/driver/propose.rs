@@ -29,7 +29,7 @@ impl Driver {
             self.soft_state(leader, self.node.raft.state);
         }
         match self.role {
-            Role::Leader if self.lead_ready => {
+            Role::Leader if self.lead_ready() => {
                 self.handed_back = true;
                 self.emit(Event::Decide { origin, session, proposal });
             }

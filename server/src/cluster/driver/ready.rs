@@ -13,7 +13,7 @@ use testkeeper_core::txn::Entry;
 use tracing::info;
 
 use super::super::store::{from_raft, SnapRef};
-use super::super::{Event, Role};
+use super::super::Event;
 use super::Driver;
 
 impl Driver {
@@ -151,9 +151,9 @@ impl Driver {
             }
             self.emit(Event::Committed(entries));
         }
-        if self.role == Role::Leader && !self.lead_ready && self.handed >= self.lead_start {
-            // Everything before this term is handed on: the engine's proposer starts over it.
-            self.lead_ready = true;
+        if self.lead_ready() && !(self.parked.is_empty() && self.syncs.is_empty()) {
+            // Everything before this term is handed on: the engine's proposer starts over it,
+            // and what waited for it goes to the engine.
             for (_, origin, session, proposal) in std::mem::take(&mut self.parked) {
                 self.proposal(origin, session, proposal);
             }

@@ -72,9 +72,9 @@ impl Driver {
             first_index: r.raft_log.first_index(),
             last_index: r.raft_log.last_index(),
             last_term: r.raft_log.last_term(),
-            // Entries applied on the leader's stored copy are committed, whether or not the
-            // leader's commit index has said so yet.
-            commit: r.raft_log.committed.max(self.ahead.applied_to),
+            // Entries handed to the engine are committed, those applied on the leader's stored
+            // copy too, whether or not the leader's commit index has said so yet.
+            commit: r.raft_log.committed.max(self.handed),
             leader_commit: if leading { r.raft_log.committed } else { self.leader_commit },
             snapshot_index: self.node.store().snapshot_index(),
             followers,
@@ -107,7 +107,6 @@ impl Driver {
             return;
         }
         info!(node = self.id, role = role.name(), leader, term, "raft role changed");
-        self.lead_ready = false;
         self.decided.clear();
         if role == Role::Leader {
             // raft-rs appended this term's first (empty) entry when it became leader.
