@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use testkeeper_server::broken::Broken;
 use testkeeper_server::core::flavor::Flavor;
+use testkeeper_server::core::unknown_name::UnknownName;
 
 /// A workload, as ClickHouse's Jepsen suite for Keeper names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,25 +154,6 @@ impl Nemesis {
     }
 }
 
-/// A workload or nemesis name that is not one of the known ones.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownName {
-    /// "workload" or "nemesis".
-    pub what: &'static str,
-    /// The name as given.
-    pub name: String,
-    /// Every known name.
-    pub known: Vec<&'static str>,
-}
-
-impl fmt::Display for UnknownName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown {} '{}' (expected one of: {})", self.what, self.name, self.known.join(", "))
-    }
-}
-
-impl std::error::Error for UnknownName {}
-
 /// A `--nemesis` list with an unknown name (the groups it could also have named follow).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NemesisListError(pub UnknownName);
@@ -189,11 +171,10 @@ impl fmt::Display for NemesisListError {
 impl std::error::Error for NemesisListError {}
 
 fn parse_named<T: Copy>(s: &str, all: &[T], name: fn(T) -> &'static str, what: &'static str) -> Result<T, UnknownName> {
-    all.iter().copied().find(|x| name(*x) == s.trim()).ok_or_else(|| UnknownName {
-        what,
-        name: s.to_string(),
-        known: all.iter().map(|x| name(*x)).collect(),
-    })
+    all.iter()
+        .copied()
+        .find(|x| name(*x) == s.trim())
+        .ok_or_else(|| UnknownName::one_of(what, s, all.iter().map(|x| name(*x))))
 }
 
 impl FromStr for Workload {

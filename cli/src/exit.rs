@@ -62,6 +62,13 @@ impl From<testkeeper_server::faults::RuleError> for CliError {
     }
 }
 
+/// A name that is not one of a fixed set (a flavor, a mode) is a usage error: exit 2.
+impl From<testkeeper_server::core::unknown_name::UnknownName> for CliError {
+    fn from(e: testkeeper_server::core::unknown_name::UnknownName) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 /// A server that accepts no session is unreachable (exit 3); the rest is a failed run.
 impl From<testkeeper_conformance::SuiteError> for CliError {
     fn from(e: testkeeper_conformance::SuiteError) -> Self {

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use clap::Args;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::{Flavor, ZookeeperVersion};
+use testkeeper_server::core::unknown_name::UnknownName;
 use testkeeper_server::embed::TestKeeper;
 use testkeeper_server::faults::Rule;
 use testkeeper_server::features::FeatureFlags;
@@ -105,11 +106,11 @@ fn parse_fault(s: &str) -> Result<String, String> {
     Rule::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
-fn parse_zookeeper_version(s: &str) -> Result<ZookeeperVersion, String> {
+fn parse_zookeeper_version(s: &str) -> Result<ZookeeperVersion, UnknownName> {
     s.parse()
 }
 
-pub(crate) fn parse_flavor(s: &str) -> Result<Flavor, String> {
+pub(crate) fn parse_flavor(s: &str) -> Result<Flavor, UnknownName> {
     s.parse()
 }
 

@@ -33,7 +33,7 @@ pub struct StorageArgs {
     pub keep_free_space_bytes: Option<u64>,
 }
 
-fn parse_fsync(s: &str) -> Result<Fsync, String> {
+fn parse_fsync(s: &str) -> Result<Fsync, testkeeper_server::core::unknown_name::UnknownName> {
     s.parse()
 }
 

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::unknown_name::UnknownName;
+
 /// Which real server to imitate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Flavor {
@@ -18,12 +20,12 @@ pub enum Flavor {
 }
 
 impl FromStr for Flavor {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s {
             "keeper" => Ok(Flavor::Keeper),
             "zookeeper" | "zk" => Ok(Flavor::Zookeeper),
-            other => Err(format!("unknown flavor '{other}' (expected 'keeper' or 'zookeeper')")),
+            other => Err(UnknownName::new("flavor", other, "'keeper' or 'zookeeper'")),
         }
     }
 }
@@ -153,12 +155,12 @@ pub enum ZookeeperVersion {
 }
 
 impl FromStr for ZookeeperVersion {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s.trim() {
             "3.8.0" | "3.8" => Ok(ZookeeperVersion::V3_8_0),
             "3.9" => Ok(ZookeeperVersion::V3_9),
-            other => Err(format!("unknown ZooKeeper version '{other}' (expected 3.8.0 or 3.9)")),
+            other => Err(UnknownName::new("ZooKeeper version", other, "3.8.0 or 3.9")),
         }
     }
 }

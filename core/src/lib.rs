@@ -11,6 +11,7 @@
 //! - `read`: reads against the committed tree.
 //! - `watches`: the (per-server) watch table and how changes fire it.
 //! - `acl`, `flavor`: ACL rules, and every Keeper/ZooKeeper difference as data.
+//! - `unknown_name`: the error of parsing a name that is not one of a fixed set.
 
 pub mod acl;
 mod acl_table;
@@ -30,6 +31,7 @@ pub mod snapshot;
 pub mod state;
 pub mod tree;
 pub mod txn;
+pub mod unknown_name;
 pub mod watches;
 
 #[cfg(test)]

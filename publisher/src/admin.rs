@@ -30,26 +30,6 @@ impl std::fmt::Display for ControlError {
 
 impl std::error::Error for ControlError {}
 
-/// The kinds and ops `check` compares against; `FaultEvent` holds `&'static str`, so names
-/// read back over HTTP are mapped onto these (anything else becomes "other").
-const NAMES: &[&str] = &[
-    "delay",
-    "drop-response",
-    "drop-request",
-    "error",
-    "reset",
-    "expire-session",
-    "blackhole",
-    "refuse",
-    "create",
-    "setData",
-    "delete",
-    "multi",
-    "getData",
-    "getChildren",
-    "exists",
-];
-
 /// A server's admin endpoint, `http://HOST:PORT`.
 #[derive(Debug, Clone)]
 pub struct Admin {
@@ -108,8 +88,12 @@ fn answer(what: &'static str, why: String, body: &str) -> ControlError {
     ControlError::Answer { what, why, body: body.to_string() }
 }
 
+/// `FaultEvent` holds `&'static str`: a kind or op name read back over HTTP is mapped onto the
+/// server's own tables of them (anything else becomes "other").
 fn known(name: &str) -> &'static str {
-    NAMES.iter().find(|n| **n == name).copied().unwrap_or("other")
+    let kinds = testkeeper_server::faults::Kind::ALL.into_iter().map(|k| k.name());
+    let ops = testkeeper_wire::OpCode::ALL.iter().map(|op| op.name());
+    kinds.chain(ops).find(|n| *n == name).unwrap_or("other")
 }
 
 /// One event of `GET /api/v1/faults/events` (session as `0x...`).

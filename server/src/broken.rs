@@ -18,6 +18,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use testkeeper_core::unknown_name::UnknownName;
+
 /// One deliberately broken behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Broken {
@@ -64,12 +66,12 @@ impl fmt::Display for Broken {
 }
 
 impl FromStr for Broken {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Broken, String> {
-        Broken::ALL.into_iter().find(|b| b.name() == s.trim()).ok_or_else(|| {
-            let names: Vec<&str> = Broken::ALL.iter().map(|b| b.name()).collect();
-            format!("unknown broken mode '{s}' (expected one of: {})", names.join(", "))
-        })
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Broken, UnknownName> {
+        Broken::ALL
+            .into_iter()
+            .find(|b| b.name() == s.trim())
+            .ok_or_else(|| UnknownName::one_of("broken mode", s, Broken::ALL.iter().map(|b| b.name())))
     }
 }
 
@@ -84,6 +86,7 @@ mod tests {
             assert!(!b.describe().is_empty());
         }
         let e = "stale-read".parse::<Broken>().unwrap_err();
+        let e = e.to_string();
         assert!(e.contains("'stale-read'") && e.contains("partial-multi"), "{e}");
     }
 }

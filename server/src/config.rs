@@ -8,6 +8,7 @@ use std::str::FromStr;
 use crate::broken::Broken;
 use crate::cluster::tap::Tap;
 use crate::core::flavor::Flavor;
+use crate::core::unknown_name::UnknownName;
 use crate::features::FeatureFlags;
 use crate::log::sim::SimDisk;
 
@@ -22,12 +23,12 @@ pub enum Fsync {
 }
 
 impl FromStr for Fsync {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s {
             "always" => Ok(Fsync::Always),
             "never" => Ok(Fsync::Never),
-            other => Err(format!("unknown fsync mode '{other}' (expected 'always' or 'never')")),
+            other => Err(UnknownName::new("fsync mode", other, "'always' or 'never'")),
         }
     }
 }

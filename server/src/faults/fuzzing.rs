@@ -51,17 +51,10 @@ mod tests {
 
     /// Pieces of the grammar, so random rules are mostly well-formed and reach the checks.
     fn rule_text() -> impl Strategy<Value = String> {
-        let kind = prop::sample::select(vec![
-            "delay",
-            "error",
-            "drop-response",
-            "drop-request",
-            "reset",
-            "expire-session",
-            "blackhole",
-            "refuse",
-            "x",
-        ]);
+        // Every kind the grammar has, and one it does not.
+        let mut kinds: Vec<&str> = crate::faults::Kind::ALL.iter().map(|k| k.name()).collect();
+        kinds.push("x");
+        let kind = prop::sample::select(kinds);
         let key = prop::sample::select(vec!["ms", "jitter", "count", "nth", "prob", "code", "op", "path", "session"]);
         let value = prop_oneof![
             any::<u64>().prop_map(|n| n.to_string()),

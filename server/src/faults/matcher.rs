@@ -8,6 +8,8 @@
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use testkeeper_wire::{OpCode, Request};
 
+use super::bad_value::BadValue;
+
 /// The filters of one rule; an absent filter matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct Matcher {
@@ -75,21 +77,20 @@ fn candidates(req: &Request) -> Vec<(OpCode, Option<&str>)> {
 /// `op=`: `*`, one protocol op name (`create`, `setData`, any case), or several joined by `|`.
 ///
 /// # Errors
-/// A message naming the unknown op.
-pub fn parse_ops(value: &str) -> Result<Option<Vec<OpCode>>, String> {
+/// [`BadValue`] naming the unknown op, or one no client sends.
+pub fn parse_ops(value: &str) -> Result<Option<Vec<OpCode>>, BadValue> {
     if value == "*" {
         return Ok(None);
     }
     let mut ops = Vec::new();
     for name in value.split('|').map(str::trim) {
-        let op = OpCode::ALL.iter().copied().find(|op| op.name().eq_ignore_ascii_case(name)).ok_or_else(|| {
-            format!("unknown op '{name}' (expected a protocol op name like create, setData, getData, multi, or *)")
-        })?;
+        let op = OpCode::ALL
+            .iter()
+            .copied()
+            .find(|op| op.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| BadValue::UnknownOp(name.to_string()))?;
         if NEVER_REQUESTS.contains(&op) {
-            return Err(format!(
-                "op '{}' never arrives as a client request, so no rule can match it (the handshake cannot be faulted)",
-                op.name()
-            ));
+            return Err(BadValue::NeverRequested(op));
         }
         ops.push(op);
     }
@@ -99,39 +100,27 @@ pub fn parse_ops(value: &str) -> Result<Option<Vec<OpCode>>, String> {
 /// `path=`: a glob over absolute paths, `*` for one level, `**` for any depth.
 ///
 /// # Errors
-/// A message when the glob is not absolute or does not compile.
-pub fn parse_glob(value: &str) -> Result<Option<GlobMatcher>, String> {
+/// [`BadValue`] when the glob is not absolute, too long or wide, or does not compile.
+pub fn parse_glob(value: &str) -> Result<Option<GlobMatcher>, BadValue> {
     if value == "*" || value == "**" {
         return Ok(None);
     }
     if !value.starts_with('/') {
-        return Err(format!("bad value for path: '{value}' must start with '/' (ZooKeeper paths are absolute)"));
+        return Err(BadValue::RelativePath(value.to_string()));
     }
     if value.len() > super::rule::MAX_GLOB_LEN {
-        return Err(format!(
-            "bad value for path: a glob of {} bytes (at most {})",
-            value.len(),
-            super::rule::MAX_GLOB_LEN
-        ));
+        return Err(BadValue::LongGlob(value.len()));
     }
     let parts = value.chars().filter(|c| matches!(c, '*' | '?' | '[' | '{' | ',')).count();
     if parts > super::rule::MAX_GLOB_PARTS {
-        return Err(format!(
-            "bad value for path: '{value}' has {parts} wildcards and alternatives (at most {})",
-            super::rule::MAX_GLOB_PARTS
-        ));
+        return Err(BadValue::WideGlob { glob: value.to_string(), parts });
     }
     // Literal separators make `*` stop at '/', so `/locks/*` means the children of /locks only.
-    let glob: Glob = GlobBuilder::new(value)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| format!("bad value for path: '{value}': {e}"))?;
+    let refused = |e: globset::Error| BadValue::Glob { glob: value.to_string(), why: e.to_string() };
+    let glob: Glob = GlobBuilder::new(value).literal_separator(true).build().map_err(refused)?;
     // `compile_matcher` panics when the regex it builds is refused (too big); a set of one
     // glob builds the same regex and says so as an error instead.
-    globset::GlobSetBuilder::new()
-        .add(glob.clone())
-        .build()
-        .map_err(|e| format!("bad value for path: '{value}': {e}"))?;
+    globset::GlobSetBuilder::new().add(glob.clone()).build().map_err(refused)?;
     Ok(Some(glob.compile_matcher()))
 }
 
@@ -221,9 +210,12 @@ mod tests {
 
     #[test]
     fn bad_values_are_named() {
-        assert!(parse_ops("create|bogus").unwrap_err().contains("unknown op 'bogus'"));
-        assert!(parse_ops("createSession").unwrap_err().contains("never arrives"));
-        assert!(parse_glob("x").unwrap_err().contains("must start with '/'"));
+        assert_eq!(parse_ops("create|bogus").unwrap_err(), BadValue::UnknownOp("bogus".into()));
+        assert!(parse_ops("create|bogus").unwrap_err().to_string().contains("unknown op 'bogus'"));
+        assert_eq!(parse_ops("createSession").unwrap_err(), BadValue::NeverRequested(OpCode::CreateSession));
+        assert!(parse_ops("createSession").unwrap_err().to_string().contains("never arrives"));
+        assert_eq!(parse_glob("x").unwrap_err(), BadValue::RelativePath("x".into()));
+        assert!(parse_glob("x").unwrap_err().to_string().contains("must start with '/'"));
         assert_eq!(parse_session("abc"), Err(BadSessionId("abc".into())));
         assert!(parse_session("abc").unwrap_err().to_string().contains("'abc'"));
     }

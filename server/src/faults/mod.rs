@@ -16,8 +16,10 @@
 //! - this file: [`Faults`], the rule table, the generator and the counters.
 //! - `rule`: the grammar `KIND[:key=value,...]`, [`Rule`], [`Kind`], [`Action`].
 //! - `matcher`: op, path-glob and session filters; how a multi matches.
+//! - `bad_value`: [`BadValue`], what is wrong with one `key=value`.
 //! - `events`: the bounded [`FaultEvent`] log.
 
+mod bad_value;
 mod events;
 pub mod fuzzing;
 mod matcher;
@@ -30,6 +32,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use testkeeper_wire::Request;
 
+pub use bad_value::BadValue;
 pub use events::{EventLog, FaultEvent, EVENT_LOG_CAPACITY};
 pub use matcher::{parse_session, BadSessionId, Matcher};
 pub use rule::{Action, Kind, Rule, RuleError, MAX_DELAY_MS, MAX_GLOB_LEN};

@@ -10,6 +10,7 @@ use std::time::Duration;
 use testkeeper_wire::ZkError;
 use thiserror::Error;
 
+use super::bad_value::BadValue;
 use super::matcher::{parse_glob, parse_ops, parse_session, Matcher};
 
 /// The kinds of fault, by their names in the grammar.
@@ -164,6 +165,7 @@ impl Rule {
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let text = text.trim();
         let fail = |reason: String| RuleError { rule: text.to_string(), reason };
+        let bad = |e: BadValue| fail(e.to_string());
         let (kind_name, rest) = text.split_once(':').unwrap_or((text, ""));
         let kind_name = kind_name.trim();
         let Some(kind) = Kind::from_name(kind_name) else {
@@ -192,15 +194,15 @@ impl Rule {
                 )));
             }
             match key {
-                "op" => matcher.ops = parse_ops(value).map_err(fail)?,
-                "path" => matcher.path = parse_glob(value).map_err(fail)?,
+                "op" => matcher.ops = parse_ops(value).map_err(bad)?,
+                "path" => matcher.path = parse_glob(value).map_err(bad)?,
                 "session" => matcher.session = Some(parse_session(value).map_err(|e| fail(e.to_string()))?),
-                "nth" => nth = Some(parse_positive("nth", value).map_err(fail)?),
-                "count" => count = Some(parse_positive("count", value).map_err(fail)?),
-                "prob" => prob = Some(parse_prob(value).map_err(fail)?),
-                "code" if kind == Kind::Error => code = Some(parse_code(value).map_err(fail)?),
-                "ms" if kind == Kind::Delay => ms = Some(parse_ms("ms", value).map_err(fail)?),
-                "jitter" if kind == Kind::Delay => jitter = Some(parse_ms("jitter", value).map_err(fail)?),
+                "nth" => nth = Some(parse_positive("nth", value).map_err(bad)?),
+                "count" => count = Some(parse_positive("count", value).map_err(bad)?),
+                "prob" => prob = Some(parse_prob(value).map_err(bad)?),
+                "code" if kind == Kind::Error => code = Some(parse_code(value).map_err(bad)?),
+                "ms" if kind == Kind::Delay => ms = Some(parse_ms("ms", value).map_err(bad)?),
+                "jitter" if kind == Kind::Delay => jitter = Some(parse_ms("jitter", value).map_err(bad)?),
                 "code" | "ms" | "jitter" => return Err(fail(format!("{key}= does not apply to {kind} faults"))),
                 other => return Err(fail(format!("unknown key '{other}' (keys: {KEYS})"))),
             }
@@ -245,41 +247,41 @@ fn split_items(s: &str) -> Vec<&str> {
     items
 }
 
-fn parse_positive(key: &str, value: &str) -> Result<u64, String> {
+fn parse_positive(key: &'static str, value: &str) -> Result<u64, BadValue> {
     match value.parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("bad value for {key}: '{value}' (expected a whole number >= 1)")),
+        _ => Err(BadValue::NotPositive { key, value: value.to_string() }),
     }
 }
 
-fn parse_ms(key: &str, value: &str) -> Result<u64, String> {
+fn parse_ms(key: &'static str, value: &str) -> Result<u64, BadValue> {
     match value.parse::<u64>() {
         Ok(ms) if ms <= MAX_DELAY_MS => Ok(ms),
-        Ok(_) => Err(format!("bad value for {key}: '{value}' (at most {MAX_DELAY_MS} ms, one hour)")),
-        Err(_) => Err(format!("bad value for {key}: '{value}' (expected whole milliseconds, at most {MAX_DELAY_MS})")),
+        Ok(_) => Err(BadValue::LongDelay { key, value: value.to_string() }),
+        Err(_) => Err(BadValue::NotMillis { key, value: value.to_string() }),
     }
 }
 
-fn parse_prob(value: &str) -> Result<f64, String> {
+fn parse_prob(value: &str) -> Result<f64, BadValue> {
     match value.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!("bad value for prob: '{value}' (expected a number from 0 to 1)")),
+        _ => Err(BadValue::Prob(value.to_string())),
     }
 }
 
 /// An error code as a number (`-4`) or a ZooKeeper name (`CONNECTIONLOSS`, any case). Zero is
 /// refused: an OK header with an empty body is not a reply any client can decode.
-fn parse_code(value: &str) -> Result<i32, String> {
+fn parse_code(value: &str) -> Result<i32, BadValue> {
     let code = match value.parse::<i32>() {
         Ok(c) => c,
         Err(_) => ZkError::ALL
             .iter()
             .find(|e| e.name().eq_ignore_ascii_case(value))
             .map(|e| e.code())
-            .ok_or_else(|| format!("bad value for code: '{value}' (expected a ZooKeeper error code like -4 or a name like CONNECTIONLOSS)"))?,
+            .ok_or_else(|| BadValue::Code(value.to_string()))?,
     };
     if code == 0 {
-        return Err("bad value for code: 0 is OK, not an error".into());
+        return Err(BadValue::CodeZero);
     }
     Ok(code)
 }

@@ -257,7 +257,7 @@ impl Inbound<'_> {
             let _ = self.events.send(event);
             return Ok(());
         }
-        let Some(entry) = lock(self.pending).take(header.xid).map_err(LossReason::Protocol)? else {
+        let Some(entry) = lock(self.pending).take(header.xid).map_err(|e| LossReason::Protocol(e.to_string()))? else {
             tracing::warn!(xid = header.xid, err = header.err, "ignoring an unsolicited ping or auth reply");
             return Ok(());
         };

@@ -30,6 +30,15 @@ pub(crate) struct Pending {
     pub waiter: Option<Waiter>,
 }
 
+/// A reply no request waits for at its place: the connection cannot be trusted after it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StrayReply {
+    #[error("reply xid {xid} out of order: expected xid {expected}")]
+    OutOfOrder { xid: i32, expected: i32 },
+    #[error("reply xid {0} answers no pending request")]
+    Unasked(i32),
+}
+
 /// The requests in flight on one connection.
 #[derive(Debug, Default)]
 pub(crate) struct PendingQueues {
@@ -54,16 +63,15 @@ impl PendingQueues {
     /// `Ok(None)` is a ping or auth reply nobody asked for: harmless, and ignored by the caller.
     ///
     /// # Errors
-    /// A message when an ordinary reply is out of order or answers nothing; the connection
-    /// cannot be trusted after that.
-    pub fn take(&mut self, xid: i32) -> Result<Option<Pending>, String> {
+    /// [`StrayReply`] when an ordinary reply is out of order or answers nothing.
+    pub fn take(&mut self, xid: i32) -> Result<Option<Pending>, StrayReply> {
         match xid {
             PING_XID => Ok(self.pings.pop_front()),
             AUTH_XID => Ok(self.auths.pop_front()),
             _ => match self.ordered.front() {
                 Some(front) if front.xid == xid => Ok(self.ordered.pop_front()),
-                Some(front) => Err(format!("reply xid {xid} out of order: expected xid {}", front.xid)),
-                None => Err(format!("reply xid {xid} answers no pending request")),
+                Some(front) => Err(StrayReply::OutOfOrder { xid, expected: front.xid }),
+                None => Err(StrayReply::Unasked(xid)),
             },
         }
     }
@@ -97,10 +105,12 @@ mod tests {
         q.push(p(SET_WATCHES_XID, OpCode::SetWatches));
         assert_eq!(q.take(1).unwrap().map(|e| e.op), Some(OpCode::Create));
         let err = q.take(SET_WATCHES_XID).unwrap_err();
-        assert!(err.contains("out of order"), "{err}");
+        assert_eq!(err, StrayReply::OutOfOrder { xid: SET_WATCHES_XID, expected: 2 });
+        assert!(err.to_string().contains("out of order"), "{err}");
         assert_eq!(q.take(2).unwrap().map(|e| e.op), Some(OpCode::GetData));
         assert_eq!(q.take(SET_WATCHES_XID).unwrap().map(|e| e.op), Some(OpCode::SetWatches));
-        assert!(q.take(3).unwrap_err().contains("no pending"));
+        assert_eq!(q.take(3).unwrap_err(), StrayReply::Unasked(3));
+        assert!(q.take(3).unwrap_err().to_string().contains("no pending"));
     }
 
     #[test]
