@@ -313,8 +313,7 @@ fn envi(keeper: bool, zk_version: &str) -> String {
 }
 
 fn dump(e: &Engine) -> String {
-    let mut ids: Vec<&i64> = e.sessions.keys().collect();
-    ids.sort();
+    let ids = e.sessions.ids();
     let mut s = format!("Sessions dump ({}):\n", ids.len());
     for id in &ids {
         let _ = writeln!(s, "0x{id:x}");

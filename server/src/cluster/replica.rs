@@ -218,9 +218,7 @@ impl Engine {
         let id = r.next_sync;
         r.syncs.insert(id, SyncWait { conn, xid, session, path, started, upto: None });
         r.link.sync(id);
-        if let Some(rt) = self.sessions.get_mut(&session) {
-            rt.turn.inflight += 1;
-        }
+        self.sessions.one_more_in_flight(session);
     }
 
     /// The leader answered sync `id` with its last index.
@@ -273,7 +271,7 @@ impl Engine {
             tap.loaded(r.link.node, index, self.state.digest(), "snapshot");
         }
         let gone: Vec<i64> =
-            self.sessions.keys().filter(|id| !self.state.sessions().contains_key(id)).copied().collect();
+            self.sessions.ids().into_iter().filter(|id| !self.state.sessions().contains_key(id)).collect();
         for id in gone {
             if let Some(conn) = self.forget_session(id) {
                 self.conns.close(conn);

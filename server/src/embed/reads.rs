@@ -31,9 +31,7 @@ impl TestKeeper {
 
     /// Ids of the live sessions, ordered.
     pub fn sessions(&self) -> Vec<i64> {
-        let mut v: Vec<i64> = self.shared.engine().sessions.keys().copied().collect();
-        v.sort_unstable();
-        v
+        self.shared.engine().sessions.ids()
     }
 
     /// Whether `path` exists in the committed tree.

@@ -41,7 +41,7 @@ impl TestKeeper {
     /// [`WaitTimeout`] naming the number last seen.
     pub async fn await_sessions(&self, n: usize) -> Result<(), WaitTimeout> {
         self.poll(&format!("{n} live session(s)"), || {
-            let live = self.shared.engine().sessions.values().filter(|s| !s.closing).count();
+            let live = self.shared.engine().sessions.live();
             (live == n, format!("{live}"))
         })
         .await

@@ -35,9 +35,7 @@ impl Engine {
 
     /// Registers a waiter and returns the origin its entry will carry.
     pub(crate) fn wait(&mut self, session: i64, reply: Reply) -> u64 {
-        if let Some(rt) = self.sessions.get_mut(&session) {
-            rt.turn.inflight += 1;
-        }
+        self.sessions.one_more_in_flight(session);
         self.waiters.add(session, reply)
     }
 
@@ -174,11 +172,11 @@ impl Engine {
                     unreachable!("a handshake waits for a session; entry {entry:?} gave {outcome:?}")
                 };
                 self.bind(conn, id);
-                if let Some(rt) = self.sessions.get_mut(&id) {
+                if let Some(rt) = self.sessions.get_mut(id) {
                     rt.conn = Some(conn);
                 }
                 let passwd = self.password(id);
-                let timeout_ms = self.sessions.get(&id).map_or(0, |s| s.timeout_ms);
+                let timeout_ms = self.sessions.timeout_ms(id);
                 let resp = ConnectResponse { protocol_version: 0, timeout_ms, session_id: id, passwd, read_only };
                 self.queue_handshake(conn, &resp);
                 let peer = self.conns.get(&conn).map(|c| c.peer.to_string()).unwrap_or_default();
@@ -190,7 +188,7 @@ impl Engine {
                 // response once more (a client that sent the read-only flag is assumed: the
                 // connection does not keep which form its handshake had).
                 let passwd = self.password(session);
-                let timeout_ms = self.sessions.get(&session).map_or(0, |s| s.timeout_ms);
+                let timeout_ms = self.sessions.timeout_ms(session);
                 let resp = ConnectResponse {
                     protocol_version: 0,
                     timeout_ms,
@@ -242,9 +240,7 @@ impl Engine {
 
     /// One of `session`'s entries is answered: what waited behind it may run.
     fn done(&mut self, session: i64) {
-        if let Some(rt) = self.sessions.get_mut(&session) {
-            rt.turn.inflight -= 1;
-        }
+        self.sessions.one_answered(session);
         self.resume(session);
     }
 

@@ -244,7 +244,7 @@ impl Engine {
     /// Queues a watch notification for a session, if it is connected; `zxid` goes in its
     /// header (-1 but for ZooKeeper 3.9's data and child events).
     pub fn send_event(&mut self, session: i64, event_type: i32, path: &str, zxid: i64) {
-        let Some(conn) = self.sessions.get(&session).and_then(|s| s.conn) else { return };
+        let Some(conn) = self.sessions.get(session).and_then(|s| s.conn) else { return };
         let header = ReplyHeader { xid: WATCH_XID, zxid, err: 0 };
         let event = WatcherEvent { event_type, state: keeper_state::SYNC_CONNECTED, path: path.to_string() };
         self.queue_counted(conn, |out| {

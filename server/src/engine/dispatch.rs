@@ -60,7 +60,7 @@ impl Engine {
             // A blackhole fault fired on this connection: what it sends is lost unread.
             return Flow::Continue;
         }
-        if self.sessions.get(&session).is_none_or(|s| s.closing) {
+        if !self.sessions.is_live(session) {
             self.reply(conn, xid, self.state.zxid(), ZkError::SessionExpired.code(), &Response::Empty);
             return Flow::Close;
         }
@@ -113,11 +113,7 @@ impl Engine {
         }
         let session = self.conns.get(&conn).map_or(0, |c| c.session);
         let q = Queued { conn, xid, work: Work::Unknown(op), started: Instant::now() };
-        if self.sessions.contains_key(&session) {
-            self.submit(session, q);
-        } else {
-            self.run(session, q);
-        }
+        self.submit_or_run(session, q);
         Flow::Continue
     }
 
@@ -132,11 +128,7 @@ impl Engine {
         debug!(op, why, "malformed request: replying MARSHALLINGERROR, as ZooKeeper does");
         let session = self.conns.get(&conn).map_or(0, |c| c.session);
         let q = Queued { conn, xid, work: Work::Fail(ZkError::MarshallingError.code()), started: Instant::now() };
-        if self.sessions.contains_key(&session) {
-            self.submit(session, q);
-        } else {
-            self.run(session, q);
-        }
+        self.submit_or_run(session, q);
         Flow::Continue
     }
 
@@ -162,9 +154,7 @@ impl Engine {
                 self.conns.close(conn);
             }
             Work::Req(Request::Close) => {
-                if let Some(rt) = self.sessions.get_mut(&session) {
-                    (rt.closing, rt.end) = (true, Some(super::session::End::Closed));
-                }
+                self.sessions.begin_end(session, super::sessions::End::Closed);
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
             Work::Req(Request::Sync(p)) if self.replica.is_some() => {

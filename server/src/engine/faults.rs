@@ -55,7 +55,7 @@ impl Engine {
             Action::ExpireSession => {
                 // Through the same path as a timeout: close-session entry, ephemerals and
                 // watches gone, connection closed; a resume then gets SESSION_EXPIRED.
-                self.end_session_because(session, super::session::End::Fault);
+                self.end_session_because(session, super::sessions::End::Fault);
                 Step::Done(Flow::Close)
             }
             Action::Delay { base, .. } => {

@@ -52,11 +52,7 @@ impl Engine {
             c.received += 1;
         }
         let q = Queued { conn, xid, work, started: Instant::now() };
-        if self.sessions.contains_key(&session) {
-            self.submit(session, q);
-        } else {
-            self.run(session, q);
-        }
+        self.submit_or_run(session, q);
         Flow::Continue
     }
 }

@@ -23,7 +23,10 @@
 //! - `commit`: propose, commit, reply by index.
 //! - `waiters`: who waits for each proposed entry, and the origins entries carry.
 //! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
-//! - `session`: handshake, resumption, disconnect, expiry, container/TTL collection.
+//! - `sessions`: [`Sessions`], the live sessions' run-time records and each one's place in the
+//!   per-session order: whether a request runs now or waits, which sessions are due.
+//! - `session`: the engine's side of sessions: handshake, resumption, disconnect, expiry,
+//!   container/TTL collection.
 //! - `faults`: what each fault action does to a request on this path.
 //! - `internal_ops`: ZooKeeper's answers to the opcodes it keeps for itself (sasl, ...).
 //! - `reply`: outcome -> wire response; watch registration after reads.
@@ -42,16 +45,12 @@ mod log_info;
 mod order;
 mod reply;
 pub mod session;
+pub mod sessions;
 mod shared;
 mod snapshots;
 pub mod stats;
 pub(crate) mod waiters;
 
-use std::collections::HashMap;
-
-// Integer keys the server itself chose, looked up on every request: foldhash with a fixed seed
-// instead of std's SipHash.
-use foldhash::fast::FixedState;
 use std::sync::Arc;
 
 use testkeeper_core::flavor::{zookeeper_session_base, Rules};
@@ -69,7 +68,8 @@ pub use conns::{ConnInfo, Conns, Out};
 pub(crate) use disk::DiskGuard;
 pub use dispatch::Flow;
 pub use log_info::LogInfo;
-pub use session::{Handshake, SessionRt};
+pub use session::Handshake;
+pub use sessions::{End, SessionRt, Sessions};
 pub use shared::{EngineGuard, Shared};
 use stats::Stats;
 
@@ -87,7 +87,7 @@ pub struct Engine {
     /// This node's part in a cluster (its driver link, role, syncs, faults).
     pub(crate) replica: Option<crate::cluster::Replica>,
     pub(crate) watches: Watches,
-    pub(crate) sessions: HashMap<i64, SessionRt, FixedState>,
+    pub(crate) sessions: Sessions,
     pub(crate) conns: Conns,
     pub(crate) stats: Stats,
     /// Fault rules, their seeded generator and the log of fired faults.
@@ -274,10 +274,7 @@ impl Engine {
     /// Restarts every session's expiry countdown (after an in-memory restart, as ZooKeeper's
     /// sessions get their timeouts again when it comes back).
     pub(crate) fn restart_session_clocks(&mut self) {
-        let now = self.clock.mono_ms();
-        for s in self.sessions.values_mut() {
-            s.deadline_ms = now + i64::from(s.timeout_ms);
-        }
+        self.sessions.touch_all(self.clock.mono_ms());
     }
 
     /// Appends and flushes what was proposed, and finishes a snapshot being written.

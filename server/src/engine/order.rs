@@ -64,40 +64,36 @@ impl Engine {
             || (self.replica.is_some() && matches!(req, Request::Sync(_)))
     }
 
-    /// Runs `q` now if its session lets it, else queues it behind the session's writes.
+    /// Runs `q` now if its session lets it, else queues it behind the session's writes (a
+    /// request of a session not here is dropped).
     pub(crate) fn submit(&mut self, session: i64, q: Queued) {
         let write = self.is_write(&q.work);
-        let Some(rt) = self.sessions.get_mut(&session) else { return };
-        let turn = &mut rt.turn;
-        if !turn.queued.is_empty() || (!write && turn.inflight > 0) {
-            turn.queued.push_back(q);
-            return;
+        if let Some(q) = self.sessions.take_turn(session, q, write) {
+            self.run(session, q);
         }
-        self.run(session, q);
+    }
+
+    /// [`submit`](Self::submit), or, for a connection with no session yet, run at once.
+    pub(crate) fn submit_or_run(&mut self, session: i64, q: Queued) {
+        if self.sessions.contains(session) {
+            self.submit(session, q);
+        } else {
+            self.run(session, q);
+        }
     }
 
     /// One of `session`'s entries committed: runs what was waiting for it, in order, until
     /// something has to wait again.
     pub(crate) fn resume(&mut self, session: i64) {
         loop {
-            let Some(rt) = self.sessions.get_mut(&session) else { return };
-            if rt.closing {
-                // Its end is proposed: what it queued after that never runs.
-                rt.turn.queued.clear();
-                return;
-            }
-            let Some(front) = rt.turn.queued.front() else { return };
-            let write = match &front.work {
-                Work::Req(req) => {
-                    super::dispatch::is_write(req, self.state.rules())
-                        || matches!(req, Request::Sync(_)) && self.replica.is_some()
-                }
+            let (rules, replica) = (self.state.rules(), self.replica.is_some());
+            // Only a request proper counts as a write here: a queued fault reply or error
+            // entry waits for the writes ahead of it.
+            let write = |work: &Work| match work {
+                Work::Req(req) => super::dispatch::is_write(req, rules) || matches!(req, Request::Sync(_)) && replica,
                 _ => false,
             };
-            if !write && rt.turn.inflight > 0 {
-                return;
-            }
-            let q = rt.turn.queued.pop_front().expect("checked above");
+            let Some(q) = self.sessions.next_turn(session, write) else { return };
             self.run(session, q);
         }
     }

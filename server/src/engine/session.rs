@@ -1,6 +1,7 @@
-//! Sessions at run time: the handshake (a new session is an entry through the log; resumption
-//! in zookeeper flavor is not), disconnects, expiry by deadline, and the container/TTL
-//! collector that runs on the same tick.
+//! The engine's side of sessions: the handshake (a new session is an entry through the log;
+//! resumption in zookeeper flavor is not), disconnects, expiry by deadline, and the
+//! container/TTL collector that runs on the same tick. The records themselves, and each
+//! session's place in the order, are [`Sessions`](super::sessions::Sessions)'.
 
 use bytes::BytesMut;
 use testkeeper_core::prepare::{decide, Ctx};
@@ -12,38 +13,9 @@ use testkeeper_wire::records::data::DeleteRequest;
 use testkeeper_wire::{Id, Request};
 use tracing::{debug, info};
 
-use super::order::Turn;
+use super::sessions::{End, SessionRt};
 use super::waiters::Reply;
 use super::{random_passwd, Engine};
-
-/// A session's run-time record (what is not replicated state).
-#[derive(Debug, Default)]
-pub struct SessionRt {
-    pub timeout_ms: i32,
-    /// The connection currently bound to the session, if any.
-    pub conn: Option<u64>,
-    /// When the session expires unless touched, on the monotonic clock (`Clock::mono_ms`).
-    pub deadline_ms: i64,
-    /// Its end is proposed: nothing more of it runs.
-    pub closing: bool,
-    /// Why it ends, once `closing`: for the log line when the end commits.
-    pub end: Option<End>,
-    /// Its uncommitted writes and what waits behind them.
-    pub(crate) turn: Turn,
-}
-
-/// Why a session ended, as its log line says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The client sent closeSession.
-    Closed,
-    /// Its timeout passed without a request.
-    Timeout,
-    /// An `expire-session` fault fired on one of its requests.
-    Fault,
-    /// Asked for: `TestKeeper::expire_session`, `POST /api/v1/sessions/{id}/expire`.
-    Asked,
-}
 
 /// The outcome of a handshake. The response, if any, is already queued on the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +91,7 @@ impl Engine {
         let (now, mono) = (self.clock.now_ms(), self.clock.mono_ms());
         if zk && req.session_id != 0 {
             let id = req.session_id;
-            let live = self.sessions.get(&id).is_some_and(|s| !s.closing);
+            let live = self.sessions.is_live(id);
             if !live || self.password(id) != req.passwd {
                 debug!(session = format_args!("{id:#x}"), "resume refused: session expired or bad password");
                 let resp = ConnectResponse {
@@ -135,7 +107,7 @@ impl Engine {
             // Watches belong to the connection in ZooKeeper (ServerCnxn is the Watcher): the
             // new one starts with none, and the client re-sends them with setWatches.
             self.watches.remove_session(id);
-            let s = self.sessions.get_mut(&id).expect("checked above");
+            let s = self.sessions.get_mut(id).expect("checked above");
             let old = s.conn.replace(conn);
             s.timeout_ms = timeout_ms;
             s.deadline_ms = mono + i64::from(timeout_ms);
@@ -189,7 +161,7 @@ impl Engine {
     /// A session's entry committed: every replica keeps a run-time record of it, to expire it
     /// if this one leads and its client stays away.
     pub(crate) fn session_created(&mut self, id: i64) {
-        if self.sessions.contains_key(&id) {
+        if self.sessions.contains(id) {
             return;
         }
         let timeout_ms = self.state.sessions().get(&id).map_or(0, |s| s.timeout_ms);
@@ -210,30 +182,20 @@ impl Engine {
 
     /// Restarts a session's expiry countdown (every request does this).
     pub fn touch(&mut self, session: i64) {
-        let now = self.clock.mono_ms();
-        if let Some(s) = self.sessions.get_mut(&session) {
-            s.deadline_ms = now + i64::from(s.timeout_ms);
-        }
+        self.sessions.touch(session, self.clock.mono_ms());
     }
 
     /// A connection ended. Its session lives on until its deadline, so a client can resume it
     /// (zookeeper flavor) and its ephemerals stay until then.
     pub fn disconnect(&mut self, conn: u64) {
         if let Some(c) = self.conns.remove(&conn) {
-            if let Some(s) = self.sessions.get_mut(&c.session) {
-                if s.conn == Some(conn) {
-                    s.conn = None;
-                }
-            }
+            self.sessions.unbind(c.session, conn);
         }
     }
 
     /// Expires every session whose deadline is at or before `now` (on the monotonic clock).
     pub fn expire_due(&mut self, now: i64) {
-        let mut due: Vec<i64> =
-            self.sessions.iter().filter(|(_, s)| !s.closing && s.deadline_ms <= now).map(|(id, _)| *id).collect();
-        due.sort_unstable();
-        for id in due {
+        for id in self.sessions.due(now) {
             self.end_session_because(id, End::Timeout);
         }
     }
@@ -247,9 +209,8 @@ impl Engine {
 
     /// [`end_session`](Self::end_session), saying why (the log line names it).
     pub fn end_session_because(&mut self, id: i64, why: End) -> bool {
-        match self.sessions.get_mut(&id) {
-            Some(s) if !s.closing => (s.closing, s.end) = (true, Some(why)),
-            _ => return false,
+        if !self.sessions.begin_end(id, why) {
+            return false;
         }
         self.propose(id, Decide::CloseSession { id }, Reply::Internal);
         true
@@ -257,7 +218,7 @@ impl Engine {
 
     /// A session's end committed: its run-time record and watches go. Returns its connection.
     pub(crate) fn forget_session(&mut self, id: i64) -> Option<u64> {
-        let rt = self.sessions.remove(&id)?;
+        let rt = self.sessions.remove(id)?;
         self.watches.remove_session(id);
         if let Some(r) = self.replica.as_mut() {
             r.owners.remove(&id);

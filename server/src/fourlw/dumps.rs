@@ -60,7 +60,7 @@ pub fn cons(e: &Engine, asker: Option<SocketAddr>) -> String {
             c.session,
             c.last_op,
             c.established_ms,
-            e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms),
+            e.sessions.timeout_ms(c.session),
             c.last_xid,
             c.last_zxid,
             now,
@@ -84,7 +84,7 @@ fn keeper_cons(e: &Engine) -> String {
     for c in e.conns.values() {
         let _ = write!(out, " {}(recved={},sent={}", c.peer, c.received, c.sent);
         if c.session != 0 {
-            let to = e.sessions.get(&c.session).map_or(0, |s| s.timeout_ms);
+            let to = e.sessions.timeout_ms(c.session);
             let lop =
                 testkeeper_wire::OpCode::from_name(c.last_op).map_or(c.last_op, testkeeper_wire::OpCode::keeper_name);
             let _ = write!(out, ",sid=0x{:016x},lop={lop},est={},to={to}", c.session, c.established_ms);

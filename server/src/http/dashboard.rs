@@ -168,12 +168,12 @@ pub fn summary_json(e: &Engine) -> Value {
         watches.entry(session).or_default().push(path);
     }
     let now = e.clock.mono_ms();
-    let mut ids: Vec<i64> = e.sessions.keys().copied().collect();
-    ids.sort_unstable();
-    let sessions: Vec<Value> = ids
+    let sessions: Vec<Value> = e
+        .sessions
+        .ids()
         .iter()
-        .map(|id| {
-            let s = &e.sessions[id];
+        .filter_map(|id| Some((id, e.sessions.get(*id)?)))
+        .map(|(id, s)| {
             let mut eph: Vec<String> = e.state.tree().ephemerals_of(*id).map(str::to_string).collect();
             eph.sort();
             let mut w = watches.remove(id).unwrap_or_default();

@@ -23,12 +23,12 @@ fn hex(v: i64) -> String {
 }
 
 fn sessions_json(e: &Engine) -> Vec<Value> {
-    let mut ids: Vec<i64> = e.sessions.keys().copied().collect();
-    ids.sort_unstable();
     let now = e.clock.mono_ms();
-    ids.iter()
-        .map(|id| {
-            let s = &e.sessions[id];
+    e.sessions
+        .ids()
+        .iter()
+        .filter_map(|id| Some((id, e.sessions.get(*id)?)))
+        .map(|(id, s)| {
             let peer = s.conn.and_then(|c| e.conns.get(&c)).map(|c| c.peer.to_string());
             json!({
                 "id": hex(*id),
