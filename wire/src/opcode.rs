@@ -1,7 +1,7 @@
 //! The per-op table: every operation code (`ZooDefs.OpCode` plus ClickHouse Keeper's
 //! extensions) on one line with everything the rest of the code asks of an op: its number and
 //! protocol name, its [`Class`] (how the server's dispatch runs it), which [`Servers`] know it
-//! (what each flavor accepts), its [`Reply`] body (what a successful write answers) and the
+//! (what each flavor accepts), its [`Reply`] body (the layout of its successful reply) and the
 //! [`KeeperEvent`] Keeper's `pfev` counts it under.
 //!
 //! Adding an operation means its record (in `records/`, with its `Request` variant and
@@ -46,7 +46,8 @@ pub enum Servers {
     Neither,
 }
 
-/// The body a successful write answers with.
+/// The layout of an op's successful reply body (`Response`'s variant): the server builds a
+/// write's reply by it, and the client decodes every reply by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reply {
     Empty,
@@ -54,8 +55,30 @@ pub enum Reply {
     Path,
     /// The created path and its stat (create2, createContainer, createTTL).
     PathStat,
-    /// The node's new stat (setData, setACL).
+    /// The node's stat (exists, and setData and setACL: the new one).
     Stat,
+    /// Data and stat (getData).
+    Data,
+    /// ACL and stat (getACL).
+    Acl,
+    /// Child names (getChildren).
+    Children,
+    /// Child names and the parent's stat (getChildren2, filteredList).
+    Children2,
+    /// The synced path (sync).
+    Synced,
+    /// Whole paths (getEphemerals, listRecursive).
+    Paths,
+    /// One int (getAllChildrenNumber; addWatch's `ErrorResponse`).
+    Number,
+    /// Names with each child's stat and data (filteredListWithStatsAndData).
+    ListWithStatsAndData,
+    /// The session's identities (whoAmI).
+    WhoAmI,
+    /// One result per sub-op (multi, multiRead).
+    Multi,
+    /// No server answers it with a body of its own (notifications, the handshake, errors).
+    Nothing,
 }
 
 /// The request counter ClickHouse Keeper's `pfev` counts an op under (its
@@ -145,7 +168,7 @@ macro_rules! ops {
                 match self { $(OpCode::$name => Servers::$servers,)* }
             }
 
-            /// The body of a successful write's reply.
+            /// The layout of its successful reply's body.
             pub fn reply(self) -> Reply {
                 match self { $(OpCode::$name => Reply::$reply,)* }
             }
@@ -168,20 +191,20 @@ macro_rules! ops {
 ops! {
     // name = code, wire name, Keeper's name, class, servers, reply, pfev counter;
     /// A watch notification (server to client only).
-    Notification = 0, "notification", "notification", Internal, Neither, Empty, None;
+    Notification = 0, "notification", "notification", Internal, Neither, Nothing, None;
     Create = 1, "create", "Create", Write, Both, Path, Create;
     Delete = 2, "delete", "Remove", Write, Both, Empty, Remove;
-    Exists = 3, "exists", "Exists", Read, Both, Empty, Exists;
-    GetData = 4, "getData", "Get", Read, Both, Empty, Get;
+    Exists = 3, "exists", "Exists", Read, Both, Stat, Exists;
+    GetData = 4, "getData", "Get", Read, Both, Data, Get;
     SetData = 5, "setData", "Set", Write, Both, Stat, Set;
-    GetAcl = 6, "getACL", "GetACL", Read, Both, Empty, None;
+    GetAcl = 6, "getACL", "GetACL", Read, Both, Acl, None;
     SetAcl = 7, "setACL", "SetACL", Write, Both, Stat, None;
-    GetChildren = 8, "getChildren", "SimpleList", Read, Both, Empty, List;
-    Sync = 9, "sync", "Sync", Read, Both, Empty, None;
+    GetChildren = 8, "getChildren", "SimpleList", Read, Both, Children, List;
+    Sync = 9, "sync", "Sync", Read, Both, Synced, None;
     Ping = 11, "ping", "Heartbeat", Local, Both, Empty, None;
-    GetChildren2 = 12, "getChildren2", "List", Read, Both, Empty, List;
+    GetChildren2 = 12, "getChildren2", "List", Read, Both, Children2, List;
     Check = 13, "check", "Check", Check, Both, Empty, Check;
-    Multi = 14, "multi", "Multi", Write, Both, Empty, Multi;
+    Multi = 14, "multi", "Multi", Write, Both, Multi, Multi;
     Create2 = 15, "create2", "Create2", Write, Both, PathStat, Create;
     Reconfig = 16, "reconfig", "Reconfig", Local, Both, Empty, None;
     CheckWatches = 17, "checkWatches", "CheckWatch", Local, Both, Empty, None;
@@ -190,17 +213,17 @@ ops! {
     /// Internal: the container reaper's delete. Never accepted from clients.
     DeleteContainer = 20, "deleteContainer", "deleteContainer", Internal, Neither, Empty, None;
     CreateTtl = 21, "createTTL", "createTTL", Write, Both, PathStat, Create;
-    MultiRead = 22, "multiRead", "MultiRead", Read, Both, Empty, MultiRead;
+    MultiRead = 22, "multiRead", "MultiRead", Read, Both, Multi, MultiRead;
     Auth = 100, "auth", "Auth", Local, Both, Empty, None;
     SetWatches = 101, "setWatches", "SetWatch", Local, Both, Empty, None;
     Sasl = 102, "sasl", "sasl", Internal, Neither, Empty, None;
-    GetEphemerals = 103, "getEphemerals", "getEphemerals", Read, ZooKeeper, Empty, None;
-    GetAllChildrenNumber = 104, "getAllChildrenNumber", "getAllChildrenNumber", Read, ZooKeeper, Empty, None;
+    GetEphemerals = 103, "getEphemerals", "getEphemerals", Read, ZooKeeper, Paths, None;
+    GetAllChildrenNumber = 104, "getAllChildrenNumber", "getAllChildrenNumber", Read, ZooKeeper, Number, None;
     SetWatches2 = 105, "setWatches2", "SetWatch2", Local, Both, Empty, None;
-    AddWatch = 106, "addWatch", "AddWatch", Local, Both, Empty, None;
-    WhoAmI = 107, "whoAmI", "whoAmI", Read, ZooKeeper, Empty, None;
+    AddWatch = 106, "addWatch", "AddWatch", Local, Both, Number, None;
+    WhoAmI = 107, "whoAmI", "whoAmI", Read, ZooKeeper, WhoAmI, None;
     /// ClickHouse Keeper: getChildren2 with a persistent/ephemeral filter.
-    FilteredList = 500, "filteredList", "FilteredList", Read, Keeper, Empty, List;
+    FilteredList = 500, "filteredList", "FilteredList", Read, Keeper, Children2, List;
     /// ClickHouse Keeper: check that a node does not exist.
     CheckNotExists = 501, "checkNotExists", "CheckNotExists", Check, Keeper, Empty, Check;
     /// ClickHouse Keeper: create that succeeds when the node already exists.
@@ -212,12 +235,12 @@ ops! {
     /// ClickHouse Keeper: delete that succeeds when the node is absent.
     TryRemove = 505, "tryRemove", "tryRemove", Write, Keeper, Empty, Remove;
     /// ClickHouse Keeper: filtered list returning each child's stat and data.
-    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", "filteredListWithStatsAndData", Read, Keeper, Empty, List;
+    FilteredListWithStatsAndData = 506, "filteredListWithStatsAndData", "filteredListWithStatsAndData", Read, Keeper, ListWithStatsAndData, List;
     /// ClickHouse Keeper: list a whole subtree.
-    ListRecursive = 507, "listRecursive", "listRecursive", Read, Keeper, Empty, None;
+    ListRecursive = 507, "listRecursive", "listRecursive", Read, Keeper, Paths, None;
     CloseSession = -11, "closeSession", "Close", Write, Both, Empty, None;
-    CreateSession = -10, "createSession", "SessionID", Internal, Neither, Empty, None;
-    Error = -1, "error", "Error", Internal, Neither, Empty, None;
+    CreateSession = -10, "createSession", "SessionID", Internal, Neither, Nothing, None;
+    Error = -1, "error", "Error", Internal, Neither, Nothing, None;
 }
 
 impl OpCode {
@@ -247,8 +270,17 @@ mod tests {
         for &op in OpCode::ALL {
             // Keeper's own ops are its 500 range, and only they.
             assert_eq!(op.servers() == Servers::Keeper, (op as i32) >= 500, "{op:?}");
-            // Only writes answer with a body of their own.
-            assert!(op.reply() == Reply::Empty || op.class() == Class::Write, "{op:?}");
+            // A write answers with a path, a stat, per-op results or nothing; what no server
+            // answers is what no client sends (but the reaper's delete, answered to nobody).
+            if op.class() == Class::Write {
+                assert!(matches!(
+                    op.reply(),
+                    Reply::Empty | Reply::Path | Reply::PathStat | Reply::Stat | Reply::Multi
+                ));
+            }
+            if op.reply() == Reply::Nothing {
+                assert_eq!(op.class(), Class::Internal, "{op:?}");
+            }
             // Only what clients send is counted by `pfev`.
             assert!(op.keeper_event() == KeeperEvent::None || op.class() != Class::Internal, "{op:?}");
             // What no client may send is in no server's list.

@@ -5,7 +5,7 @@ use bytes::BytesMut;
 
 use crate::error::DecodeError;
 use crate::jute::{put_i32, put_str, put_vec, Decode, Encode, Reader};
-use crate::opcode::OpCode;
+use crate::opcode::{OpCode, Reply};
 use crate::records::acl::Acl;
 use crate::records::keeper_ext::ListWithStatsAndDataResponse;
 use crate::records::multi::MultiHeader;
@@ -113,31 +113,25 @@ impl Response {
     }
 
     fn decode_from(op: OpCode, r: &mut Reader<'_>) -> Result<Response, DecodeError> {
-        use OpCode::*;
-        Ok(match op {
-            Create | CreateIfNotExists => Response::Create(r.string("CreateResponse.path")?),
-            Create2 | CreateContainer | CreateTtl => {
-                Response::Create2 { path: r.string("Create2Response.path")?, stat: Stat::decode(r)? }
-            }
-            Exists | SetData | SetAcl => Response::Stat(Stat::decode(r)?),
-            GetData => Response::Data { data: r.opt_buffer("GetDataResponse.data")?, stat: Stat::decode(r)? },
-            GetAcl => Response::Acl { acl: r.vec("GetACLResponse.acl")?, stat: Stat::decode(r)? },
-            GetChildren => Response::Children(r.vec("GetChildrenResponse.children")?),
-            GetChildren2 | FilteredList => {
+        // The layout is the op's line in the per-op table (`opcode.rs`).
+        Ok(match op.reply() {
+            Reply::Empty => Response::Empty,
+            Reply::Path => Response::Create(r.string("CreateResponse.path")?),
+            Reply::PathStat => Response::Create2 { path: r.string("Create2Response.path")?, stat: Stat::decode(r)? },
+            Reply::Stat => Response::Stat(Stat::decode(r)?),
+            Reply::Data => Response::Data { data: r.opt_buffer("GetDataResponse.data")?, stat: Stat::decode(r)? },
+            Reply::Acl => Response::Acl { acl: r.vec("GetACLResponse.acl")?, stat: Stat::decode(r)? },
+            Reply::Children => Response::Children(r.vec("GetChildrenResponse.children")?),
+            Reply::Children2 => {
                 Response::Children2 { children: r.vec("GetChildren2Response.children")?, stat: Stat::decode(r)? }
             }
-            Sync => Response::Path(r.string("SyncResponse.path")?),
-            GetEphemerals | ListRecursive => Response::Paths(r.vec("paths")?),
-            GetAllChildrenNumber => Response::Number(r.i32("GetAllChildrenNumberResponse.totalNumber")?),
-            AddWatch => Response::Number(r.i32("AddWatchResponse.err")?),
-            FilteredListWithStatsAndData => Response::ListWithStatsAndData(ListWithStatsAndDataResponse::decode(r)?),
-            WhoAmI => Response::WhoAmI(r.vec("WhoAmIResponse.clientInfo")?),
-            Multi | MultiRead => Response::Multi(decode_multi_results(r)?),
-            Delete | Check | CheckNotExists | TryRemove | RemoveRecursive | CheckStat | Ping | Auth | CloseSession
-            | SetWatches | SetWatches2 | CheckWatches | RemoveWatches | Reconfig | Sasl | DeleteContainer => {
-                Response::Empty
-            }
-            Notification | CreateSession | Error => return Err(DecodeError::UnknownOpCode(op as i32)),
+            Reply::Synced => Response::Path(r.string("SyncResponse.path")?),
+            Reply::Paths => Response::Paths(r.vec("paths")?),
+            Reply::Number => Response::Number(r.i32("Response.number")?),
+            Reply::ListWithStatsAndData => Response::ListWithStatsAndData(ListWithStatsAndDataResponse::decode(r)?),
+            Reply::WhoAmI => Response::WhoAmI(r.vec("WhoAmIResponse.clientInfo")?),
+            Reply::Multi => Response::Multi(decode_multi_results(r)?),
+            Reply::Nothing => return Err(DecodeError::UnknownOpCode(op as i32)),
         })
     }
 }

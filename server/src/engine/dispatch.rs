@@ -276,7 +276,7 @@ impl Engine {
                 self.reply(conn, xid, zxid, err, &Response::Empty);
             }
             Request::Reconfig => self.reply(conn, xid, zxid, ZkError::ReconfigDisabled.code(), &Response::Empty),
-            Request::Check(_) | Request::CheckNotExists(_) | Request::CheckStat(_) => {
+            req if req.op().class() == Class::Check => {
                 // Keeper serves a standalone check locally, like a read: no zxid.
                 let auth = self.conns.auth_of(conn);
                 let view = View::committed(self.state.tree());
