@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use serde_json::{json, Value};
-use testkeeper_wire::client::{Client, ConnectOptions};
+use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 use testkeeper_wire::frame::{put_frame, put_record, split_frame, DEFAULT_MAX_FRAME};
 use testkeeper_wire::jute::{Decode, Encode, Reader};
 use testkeeper_wire::records::header::{ReplyHeader, RequestHeader};
@@ -208,9 +208,20 @@ pub async fn wait_gone(c: &Client, path: &str, bound: Duration) -> Value {
 /// Creates an ephemeral probe node through `session`, for [`wait_expired`].
 ///
 /// # Errors
-/// The create's error, as text.
-pub async fn plant_probe(session: &Client, probe: &str) -> Result<(), String> {
-    session.create(probe, b"", &Acl::open(), 1).await.map(drop).map_err(|e| format!("expiry probe {probe}: {e}"))
+/// [`ProbeError`]: the create failed.
+pub async fn plant_probe(session: &Client, probe: &str) -> Result<(), ProbeError> {
+    session.create(probe, b"", &Acl::open(), 1).await.map(drop).map_err(|source| ProbeError {
+        probe: probe.to_string(),
+        source,
+    })
+}
+
+/// The expiry probe of a scenario's `expire` step could not be created.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("expiry probe {probe}: {source}")]
+pub struct ProbeError {
+    pub probe: String,
+    pub source: ClientError,
 }
 
 /// Waits until `probe` (an ephemeral of the dropped session) is gone, as seen by `observer`:

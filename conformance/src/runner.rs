@@ -69,7 +69,7 @@ pub async fn run_scenario(ctx: &RunCtx, admin: &Client, root: &str, sc: &Scenari
         let first = sc.steps.iter().find(|s| s.session() == Some(n));
         if !matches!(first, Some(Step::Connect { .. })) {
             if let Err(e) = ss.open(n, sc.node_of(n), 30_000).await {
-                problems.push(e);
+                problems.push(e.to_string());
                 return Run { lines: Vec::new(), problems };
             }
         }
@@ -127,7 +127,7 @@ async fn run_step(
         Step::Connect { session, timeout_ms, node } => {
             match ss.open(*session, node.unwrap_or_else(|| sc.node_of(*session)), *timeout_ms).await {
                 Ok(t) => json!({"negotiated_timeout_ms": t}),
-                Err(e) => json!({"client_error": e}),
+                Err(e) => json!({"client_error": e.to_string()}),
             }
         }
         Step::Close(n) => {
@@ -143,7 +143,7 @@ async fn run_step(
             let Some(c) = ss.client(*n) else { return json!({"client_error": "session not open"}) };
             let probe = format!("{base}.expiry-probe-s{n}");
             if let Err(e) = probes::plant_probe(c, &probe).await {
-                return json!({"client_error": e});
+                return json!({"client_error": e.to_string()});
             }
             let (_, timeout_ms, _) = ss.identity(*n);
             ss.drop_connection(*n);

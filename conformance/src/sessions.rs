@@ -11,6 +11,15 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::reply::event_type;
 
+/// A scenario session that could not be opened (the transcript shows the message).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("connect s{session}: {source}")]
+pub struct OpenError {
+    /// The scenario's session number.
+    pub session: usize,
+    pub source: ClientError,
+}
+
 /// Bound on any one reply: a server that does not answer fails the step, not the run.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -67,12 +76,12 @@ impl Sessions {
     /// Opens session `n` as a new session on `node` (closing the one it had).
     ///
     /// # Errors
-    /// The connect error, as text.
-    pub async fn open(&mut self, n: usize, node: usize, timeout_ms: i32) -> Result<i32, String> {
+    /// [`OpenError`]: the connect failed.
+    pub async fn open(&mut self, n: usize, node: usize, timeout_ms: i32) -> Result<i32, OpenError> {
         self.close(n).await;
         let opts = ConnectOptions { timeout_ms, ..Default::default() };
         let addr = self.addr(node);
-        let c = Client::connect(addr, opts).await.map_err(|e| format!("connect s{n}: {e}"))?;
+        let c = Client::connect(addr, opts).await.map_err(|source| OpenError { session: n, source })?;
         Ok(self.install(n, node, c))
     }
 
