@@ -32,7 +32,8 @@ rewrites them from the last run's files.
 Two checks that use no code of ours on the client side: kazoo's own test suite timed
 against each server (needs the venv of scripts/install-test-deps.sh, at $TESTKEEPER_VENV or
 target/test-venv; --no-kazoo skips it), and a load generator on Apache ZooKeeper's Java
-client (scripts/bench-java/LoadGen.java, compiled with javac; --no-java skips it).
+client (scripts/bench-java/LoadGen.java, compiled with javac; --no-java skips it), which also
+runs the cluster comparison's workloads (`bench --cluster --java`).
 """
 
 import argparse
@@ -271,7 +272,7 @@ def watch_section(w):
 CLUSTER_TITLE = "## A 3-node cluster vs a 3-server ZooKeeper ensemble"
 
 
-def cluster_bench(ops, rounds):
+def cluster_bench(ops, rounds, java=True):
     """`testkeeper bench --cluster`: both clusters spawned here, rounds alternating.
 
     Each workload is warmed with four rounds' worth of ops on each cluster (80000 in the full
@@ -280,7 +281,7 @@ def cluster_bench(ops, rounds):
     (6806 to 12370 ops/s in the first round's and the fourth's lines of a run's output), and
     the median ratio was taken against a half-warm ZooKeeper."""
     return bench("cluster", "--cluster", "--cluster-sessions", "1,32", "--ops", ops, "--rounds", rounds,
-                 "--warmup", 4 * ops)
+                 "--warmup", 4 * ops, *(["--java"] if java else []))
 
 
 def leaders_note(leaders):
@@ -312,15 +313,37 @@ def cluster_section(c):
              f"round, after {cfg['warmup']} unmeasured ops of each workload on each cluster (so that ZooKeeper's JIT has "
              f"compiled its write path), {cfg['value_size']} B values over {cfg['keys']} keys, "
              f"seed {cfg['seed']}; ratios (testkeeper / ZooKeeper) are medians of per-round ratios.\n")
-    L.append("| workload | sessions | throughput ratio | p99 ratio | testkeeper ops/s | ZooKeeper ops/s "
+    java = [w.get("java") for w in c["workloads"]]
+    measured = [j for j in java if j and "skipped" not in j]
+    L.append("| workload | sessions | throughput ratio | p99 ratio | Java client throughput ratio "
+             "| Java client p99 ratio | testkeeper ops/s | ZooKeeper ops/s | testkeeper ops/s (Java) "
+             "| ZooKeeper ops/s (Java) | Java client CPU, cores (vs testkeeper / vs ZooKeeper) "
              "| testkeeper p99 µs | ZooKeeper p99 µs |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     med = statistics.median
-    for w in c["workloads"]:
+    for w, j in zip(c["workloads"], java):
+        have = j and "skipped" not in j
+        jcols = (f"**{fmt_ratio(j['throughput_ratio'])}** | **{fmt_ratio(j['p99_ratio'])}** | " if have
+                 else "- | - | ")
+        # The client JVM's CPU time over its measured wall time: near 2, the client sets the pace.
+        cores = lambda i: med(c_ / s_ for c_, s_ in zip(j["client_cpu_s"][i], j["seconds"][i]))  # noqa: E731
+        jops = (f"{med(j['testkeeper_ops_per_sec']):.0f} | {med(j['zookeeper_ops_per_sec']):.0f} | "
+                f"{cores(0):.2f} / {cores(1):.2f} | " if have else "- | - | - | ")
         L.append(f"| {w['workload']} (`{w['mix']}`) | {w['sessions']} | **{fmt_ratio(w['throughput_ratio'])}** | "
-                 f"**{fmt_ratio(w['p99_ratio'])}** | {med(w['testkeeper_ops_per_sec']):.0f} | "
-                 f"{med(w['zookeeper_ops_per_sec']):.0f} | {med(w['testkeeper_p99_us']):.0f} | "
+                 f"**{fmt_ratio(w['p99_ratio'])}** | {jcols}{med(w['testkeeper_ops_per_sec']):.0f} | "
+                 f"{med(w['zookeeper_ops_per_sec']):.0f} | {jops}{med(w['testkeeper_p99_us']):.0f} | "
                  f"{med(w['zookeeper_p99_us']):.0f} |")
+    if measured:
+        errors = sum(j["errors"] for j in measured)
+        L.append("\nThe Java client columns: `bench --cluster --java` ran each workload again through Apache "
+                 "ZooKeeper's own Java client (`scripts/bench-java/LoadGen.java`, Debian's zookeeper.jar, one JVM "
+                 "per round that first warms itself with a quarter of the round's ops), its sessions on the same "
+                 "members in the same order as `testkeeper bench`'s, the same rounds alternating; ratios are "
+                 f"medians of per-round ratios; {errors:.0f} errors over all its rounds. Like the standalone "
+                 "cross-check above, the Java client is heavier than ours and shares the 2 cores with the six "
+                 "servers, so where it saturates a core its ratio shrinks towards 1x.")
+    elif any(j and "skipped" in j for j in java):
+        L.append(f"\nThe Java client was not run: {next(j['skipped'] for j in java if j and 'skipped' in j)}.")
     below = [f"{w['workload']} x{w['sessions']} ({fmt_ratio(w['throughput_ratio'])})" for w in c["workloads"]
              if w["throughput_ratio"] < 3]
     L.append("\nTarget (issue 13): throughput >= 3x the ensemble's. "
@@ -958,7 +981,7 @@ def main():
     sh(["cargo", "build", "--release", "-q", "-p", "testkeeper"], cwd=ROOT)
     ops, rounds = (4000, 3) if args.quick else (20000, 5)
     if args.cluster_only:
-        splice_cluster_section(stamped(cluster_bench(ops, rounds)))
+        splice_cluster_section(stamped(cluster_bench(ops, rounds, java=not args.no_java)))
         return
     if args.launch_only:
         splice_launch_section(launches(LAUNCHES))
@@ -997,7 +1020,7 @@ def main():
             os.remove(os.path.join(OUT, name))
     watch = None if args.no_watch_load else watch_load(20_000 if args.quick else 100_000, 1 if args.quick else 3)
     java = None if args.no_java else java_crosscheck(max(ops, 20000), 3)
-    cluster = None if args.no_cluster else stamped(cluster_bench(ops, rounds))
+    cluster = None if args.no_cluster else stamped(cluster_bench(ops, rounds, java=not args.no_java))
     # One round: the suite takes minutes per server and its time is mostly fixed sleeps.
     kazoo = None if args.no_kazoo else kazoo_walltime(1)
     prof = "not taken (--no-profile)" if args.no_profile else profile(6)

@@ -98,8 +98,9 @@ fn bad_mix_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown op"));
 }
 
-/// `--cluster` with tiny counts: both clusters start, every section is in the JSON with one
-/// number per round, and a failover round ends in an acknowledged write on each. It needs
+/// `--cluster --java` with tiny counts: both clusters start, every section is in the JSON with
+/// one number per round (the Java client's too), and a failover round ends in an
+/// acknowledged write on each. It needs
 /// Debian's ZooKeeper (the ensemble); without it the test says so and passes, unless
 /// TESTKEEPER_REQUIRE_EXTERNAL=1.
 #[test]
@@ -107,8 +108,20 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
     if zookeeper_missing() {
         return;
     }
-    let args =
-        ["--cluster", "--cluster-sessions", "1,2", "--ops", "100", "--warmup", "0", "--rounds", "1", "--keys", "8"];
+    let args = [
+        "--cluster",
+        "--cluster-sessions",
+        "1,2",
+        "--ops",
+        "100",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+        "--keys",
+        "8",
+        "--java",
+    ];
     let (out, v) = bench_json(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -128,6 +141,16 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
             assert_eq!(w[k].as_array().map(Vec::len), Some(1), "{k} in {w}");
         }
         assert!(w["throughput_ratio"].as_f64().is_some_and(f64::is_finite), "{w}");
+        // The Java client's rounds are measured, on both clusters and without an error, or
+        // their absence named.
+        let java = &w["java"];
+        if java["skipped"].as_str().is_none() {
+            for k in ["testkeeper_ops_per_sec", "zookeeper_ops_per_sec"] {
+                assert_eq!(java[k].as_array().map(Vec::len), Some(1), "{k} in {java}");
+            }
+            assert!(java["throughput_ratio"].as_f64().is_some_and(f64::is_finite), "{java}");
+            assert_eq!(java["errors"].as_f64(), Some(0.0), "{java}");
+        }
     }
     for k in ["testkeeper_ms", "zookeeper_ms"] {
         assert_eq!(v["failover"][k].as_array().map(Vec::len), Some(1), "{k} in {}", v["failover"]);

@@ -210,10 +210,11 @@ pub async fn wait_gone(c: &Client, path: &str, bound: Duration) -> Value {
 /// # Errors
 /// [`ProbeError`]: the create failed.
 pub async fn plant_probe(session: &Client, probe: &str) -> Result<(), ProbeError> {
-    session.create(probe, b"", &Acl::open(), 1).await.map(drop).map_err(|source| ProbeError {
-        probe: probe.to_string(),
-        source,
-    })
+    session
+        .create(probe, b"", &Acl::open(), 1)
+        .await
+        .map(drop)
+        .map_err(|source| ProbeError { probe: probe.to_string(), source })
 }
 
 /// The expiry probe of a scenario's `expire` step could not be created.

@@ -28,10 +28,11 @@ import org.apache.zookeeper.ZooKeeper;
  * weighted mix over those keys (create/delete of a random key may meet NodeExists/NoNode,
  * which count as answers, not errors; multi is create+delete of a fresh key; list is
  * getChildren of the prefix), with WINDOW requests in flight on each of SESSIONS sessions.
- * Latency is request issued to callback run. A warm-up of OPS/4 unmeasured requests runs
+ * Latency is request issued to callback run. With several members joined by '|' (a cluster's),
+ * session i connects to the (i mod n)-th. A warm-up of OPS/4 unmeasured requests runs
  * first (this JVM's JIT needs it as much as the server's).
  *
- * Usage: java -cp DIR:/usr/share/java/zookeeper.jar LoadGen --connect HOST:PORT
+ * Usage: java -cp DIR:/usr/share/java/zookeeper.jar LoadGen --connect HOST:PORT[|HOST:PORT...]
  *        [--sessions 1] [--window 1] [--ops 20000] [--value-size 100] [--keys 256]
  *        [--mix create=10,get=50,set=20,delete=10,multi=5,list=5] [--seed N] [--warmup N]
  * Prints one JSON object on stdout:
@@ -107,9 +108,13 @@ public final class LoadGen {
             Watcher w = e -> {
                 if (e.getState() == Watcher.Event.KeeperState.SyncConnected) up.countDown();
             };
-            ZooKeeper zk = new ZooKeeper(connect, 30000, w);
+            // Members joined by '|' take the sessions in turn (as `testkeeper bench` places them);
+            // a ZooKeeper connect string ("a,b,c") is the client's own choice, at random.
+            String[] targets = connect.split("\\|");
+            String target = targets[i % targets.length];
+            ZooKeeper zk = new ZooKeeper(target, 30000, w);
             clients.add(zk);
-            if (!up.await(30, TimeUnit.SECONDS)) throw new IllegalStateException("no session to " + connect);
+            if (!up.await(30, TimeUnit.SECONDS)) throw new IllegalStateException("no session to " + target);
         }
     }
 

@@ -3,7 +3,8 @@
 //!
 //! - writes (`set`) and reads (`get`) at each of `--cluster-sessions` (default 1 and 32),
 //!   the sessions spread over the three members in turn, rounds alternating between the two
-//!   clusters; ratios are medians of per-round ratios;
+//!   clusters; ratios are medians of per-round ratios; with `--java`, each again through
+//!   Apache ZooKeeper's Java client (`java_load`);
 //! - leader kill to the first acknowledged write: one client already connected to each
 //!   surviving member; the leader is SIGKILLed, then both clients create until one create is
 //!   acknowledged (reconnecting when their server drops them); `--rounds` kills each, the
@@ -25,6 +26,7 @@ use testkeeper_wire::{Acl, ZkError};
 use tokio::sync::{mpsc, watch};
 
 use super::ensemble::{Ensemble, Kind, SIZE};
+use super::java_load::{java_rounds, JavaLoad};
 use super::load::{self, LoadConfig};
 use super::mix::Mix;
 use super::stats::median;
@@ -49,6 +51,8 @@ pub struct ClusterPlan {
     pub keys: u32,
     pub value_size: usize,
     pub seed: u64,
+    /// Run each workload with the Java client too.
+    pub java: bool,
 }
 
 /// Runs the whole comparison and returns its JSON.
@@ -79,10 +83,25 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
         placed.push([e.followers(leader), vec![e.addrs[leader]]].concat());
         leaders.push(leader + 1);
     }
+    let java = match plan.java.then(JavaLoad::prepare) {
+        Some(Err(why)) => {
+            println!("  the Java client's rounds are skipped: {why}");
+            Err(why)
+        }
+        Some(Ok(j)) => Ok(Some(j)),
+        None => Ok(None),
+    };
     let mut workloads = Vec::new();
     for (name, mix) in [("writes", "set=100"), ("reads", "get=100")] {
         for &sessions in &plan.sessions {
-            workloads.push(throughput(&clusters, &placed, plan, name, mix, sessions).await?);
+            let shape = Shape { clusters: &clusters, placed: &placed, plan, name, mix, sessions };
+            let mut w = throughput(&shape).await?;
+            match &java {
+                Ok(Some(j)) => w["java"] = java_rounds(j, &shape)?,
+                Err(why) => w["java"] = json!({ "skipped": why }),
+                Ok(None) => {}
+            }
+            workloads.push(w);
         }
     }
     let failover = failovers(&mut clusters, plan).await?;
@@ -92,15 +111,20 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
     Ok(json!({ "workloads": workloads, "failover": failover, "start": start, "leaders_at_start": leaders }))
 }
 
+/// One workload at one session count, on both clusters: what a client runs and where.
+pub struct Shape<'a> {
+    pub clusters: &'a [Ensemble; 2],
+    /// Each cluster's members in the order sessions take them.
+    pub placed: &'a [Vec<SocketAddr>],
+    pub plan: &'a ClusterPlan,
+    pub name: &'a str,
+    pub mix: &'a str,
+    pub sessions: usize,
+}
+
 /// One workload at one session count on both clusters, rounds alternating.
-async fn throughput(
-    clusters: &[Ensemble; 2],
-    placed: &[Vec<SocketAddr>],
-    plan: &ClusterPlan,
-    name: &str,
-    mix: &str,
-    sessions: usize,
-) -> Result<Value, String> {
+async fn throughput(shape: &Shape<'_>) -> Result<Value, String> {
+    let Shape { clusters, placed, plan, name, mix, sessions } = *shape;
     let cfg = LoadConfig {
         sessions,
         ops: plan.ops,

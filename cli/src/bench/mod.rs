@@ -19,12 +19,14 @@
 //! - `plot`: `--plot`, throughput vs sessions as a PNG.
 //! - `report`: the summary (medians, ratios) and the embedded start time.
 //! - `cluster`, `ensemble`: `--cluster`, a 3-node testkeeper cluster against a 3-server
-//!   ZooKeeper ensemble (throughput, leader failover, start to a leader).
+//!   ZooKeeper ensemble (throughput, leader failover, start to a leader); `java_load`: with
+//!   `--java`, the throughput again through Apache ZooKeeper's Java client.
 //! - `watch_load`: `--watch-load`, the three watch workloads (fire, expire, setWatches).
 
 mod cluster;
 mod ensemble;
 mod floor;
+mod java_load;
 mod launch;
 mod load;
 mod mix;
@@ -130,6 +132,10 @@ pub struct BenchArgs {
     /// and in-process start to a leader against Curator's TestingCluster (docs/performance.md).
     #[arg(long, conflicts_with_all = ["target", "vs", "spawn_testkeeper", "spawn_zookeeper", "watch_load", "znodes"])]
     pub cluster: bool,
+    /// With --cluster: run each workload again through Apache ZooKeeper's Java client
+    /// (scripts/bench-java/LoadGen.java, compiled with javac against Debian's zookeeper.jar).
+    #[arg(long, requires = "cluster")]
+    pub java: bool,
     /// Session counts of --cluster's workloads, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,32")]
     pub cluster_sessions: Vec<usize>,
@@ -199,6 +205,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             keys: cfg.keys,
             value_size: cfg.value_size,
             seed,
+            java: args.java,
         };
         println!(
             "bench --cluster: seed {seed}, sessions {:?} x {} in flight, {} ops/round, {} round(s)",
