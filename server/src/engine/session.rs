@@ -1,7 +1,7 @@
 //! The engine's side of sessions: the handshake (a new session is an entry through the log;
 //! resumption in zookeeper flavor is not), disconnects, expiry by deadline, and the
 //! container/TTL collector that runs on the same tick. The records themselves, and each
-//! session's place in the order, are [`Sessions`](super::sessions::Sessions)'.
+//! session's place in the order, are [`Sessions`](super::sessions::Sessions).
 
 use bytes::BytesMut;
 use testkeeper_core::prepare::{decide, Ctx};
