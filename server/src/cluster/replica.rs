@@ -207,7 +207,7 @@ impl Engine {
         let Some((session, conn, xid, started)) = self.fail_waiter(origin) else { return };
         self.reply(conn, xid, self.state.zxid(), code, &Response::Empty);
         self.finished(conn, xid, testkeeper_wire::OpCode::Error, None, started);
-        self.done_for(session);
+        self.done(session);
     }
 
     /// Asks the leader (through the driver) how far it has proposed, for a zookeeper-flavor
@@ -240,7 +240,7 @@ impl Engine {
             let w = self.replica.as_mut().and_then(|r| r.syncs.remove(&id)).expect("listed above");
             self.reply(w.conn, w.xid, self.state.zxid(), 0, &Response::Path(w.path));
             self.finished(w.conn, w.xid, testkeeper_wire::OpCode::Sync, None, w.started);
-            self.done_for(w.session);
+            self.done(w.session);
         }
     }
 

@@ -218,11 +218,11 @@ impl Engine {
             Reply::Client { conn, xid, started, .. } => Some((w.session, conn, xid, started)),
             Reply::Handshake { conn, .. } | Reply::Close { conn, .. } | Reply::SessionAgain { conn } => {
                 self.conns.close(conn);
-                self.done_for(w.session);
+                self.done(w.session);
                 None
             }
             Reply::Internal => {
-                self.done_for(w.session);
+                self.done(w.session);
                 None
             }
         }
@@ -234,12 +234,7 @@ impl Engine {
     }
 
     /// One of `session`'s entries is answered: what waited behind it may run.
-    pub(crate) fn done_for(&mut self, session: i64) {
-        self.done(session);
-    }
-
-    /// One of `session`'s entries is answered: what waited behind it may run.
-    fn done(&mut self, session: i64) {
+    pub(crate) fn done(&mut self, session: i64) {
         self.sessions.one_answered(session);
         self.resume(session);
     }
