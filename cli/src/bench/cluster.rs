@@ -86,7 +86,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
     let java = match plan.java.then(JavaLoad::prepare) {
         Some(Err(why)) => {
             println!("  the Java client's rounds are skipped: {why}");
-            Err(why)
+            Err(why.to_string())
         }
         Some(Ok(j)) => Ok(Some(j)),
         None => Ok(None),
@@ -97,7 +97,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
             let shape = Shape { clusters: &clusters, placed: &placed, plan, name, mix, sessions };
             let mut w = throughput(&shape).await?;
             match &java {
-                Ok(Some(j)) => w["java"] = java_rounds(j, &shape)?,
+                Ok(Some(j)) => w["java"] = java_rounds(j, &shape).map_err(|e| e.to_string())?,
                 Err(why) => w["java"] = json!({ "skipped": why }),
                 Ok(None) => {}
             }

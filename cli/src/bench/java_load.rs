@@ -18,6 +18,30 @@ const LOADGEN_JAVA: &str = include_str!("../../../scripts/bench-java/LoadGen.jav
 /// Apache ZooKeeper's client (its manifest's Class-Path brings netty and the rest).
 const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 
+/// Why the Java client could not run, or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JavaLoadError {
+    #[error("{ZOOKEEPER_JAR} not installed (Debian's zookeeper package)")]
+    NoJar,
+    /// A file, directory or process step failed; `what` says which.
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("javac LoadGen.java failed: {0}")]
+    Compile(String),
+    #[error("class path: {0}")]
+    ClassPath(#[from] std::env::JoinPathsError),
+    /// LoadGen exited with an error or printed no JSON: its status and the end of its stderr.
+    #[error("LoadGen failed ({status}): {stderr}")]
+    Run { status: std::process::ExitStatus, stderr: String },
+    /// A run on one of the clusters failed.
+    #[error("{cluster}: {source}")]
+    On { cluster: &'static str, source: Box<JavaLoadError> },
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> JavaLoadError {
+    move |source| JavaLoadError::Io { what, source }
+}
+
 /// What one LoadGen run is asked for.
 #[derive(Debug, Clone, Copy)]
 pub struct JavaRun<'a> {
@@ -40,16 +64,16 @@ impl JavaLoad {
     /// Compiles LoadGen.
     ///
     /// # Errors
-    /// Why it cannot run here (no zookeeper.jar, no javac, a compile error), in words.
-    pub fn prepare() -> Result<JavaLoad, String> {
+    /// Why it cannot run here: no zookeeper.jar, no javac, a compile error.
+    pub fn prepare() -> Result<JavaLoad, JavaLoadError> {
         if !Path::new(ZOOKEEPER_JAR).is_file() {
-            return Err(format!("{ZOOKEEPER_JAR} not installed (Debian's zookeeper package)"));
+            return Err(JavaLoadError::NoJar);
         }
         let dir = std::env::temp_dir().join(format!("testkeeper-bench-loadgen-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
         let load = JavaLoad { dir };
         let src = load.dir.join("LoadGen.java");
-        std::fs::write(&src, LOADGEN_JAVA).map_err(|e| format!("writing {}: {e}", src.display()))?;
+        std::fs::write(&src, LOADGEN_JAVA).map_err(io(format!("writing {}", src.display())))?;
         // -implicit:none: javac must not compile sources it finds on the classpath.
         let out = Command::new("javac")
             .args(["-implicit:none", "-cp", ZOOKEEPER_JAR, "-d"])
@@ -57,9 +81,9 @@ impl JavaLoad {
             .arg(&src)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("running javac (a JDK): {e}"))?;
+            .map_err(io("running javac (a JDK)".into()))?;
         if !out.status.success() {
-            return Err(format!("javac LoadGen.java failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            return Err(JavaLoadError::Compile(String::from_utf8_lossy(&out.stderr).trim().to_string()));
         }
         Ok(load)
     }
@@ -68,10 +92,10 @@ impl JavaLoad {
     /// (`ops_per_sec`, `p99_us`, `errors`, `client_cpu_s`...).
     ///
     /// # Errors
-    /// LoadGen failed or printed no JSON.
-    pub fn run(&self, r: &JavaRun<'_>) -> Result<Value, String> {
+    /// LoadGen could not start, failed or printed no JSON.
+    pub fn run(&self, r: &JavaRun<'_>) -> Result<Value, JavaLoadError> {
         let connect: Vec<String> = r.members.iter().map(SocketAddr::to_string).collect();
-        let cp = std::env::join_paths([self.dir.as_os_str(), ZOOKEEPER_JAR.as_ref()]).map_err(|e| e.to_string())?;
+        let cp = std::env::join_paths([self.dir.as_os_str(), ZOOKEEPER_JAR.as_ref()])?;
         let out = Command::new(std::env::var_os("JAVA").unwrap_or_else(|| "java".into()))
             .arg("-cp")
             .arg(cp)
@@ -83,18 +107,17 @@ impl JavaLoad {
             .args(["--seed", &(r.seed & (u64::MAX >> 2)).to_string()])
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("running java: {e}"))?;
+            .map_err(io("running java".into()))?;
         let text = String::from_utf8_lossy(&out.stdout);
         match serde_json::from_str::<Value>(text.trim()) {
             Ok(v) if out.status.success() => Ok(v),
             _ => {
                 let err = String::from_utf8_lossy(&out.stderr);
                 let tail: Vec<&str> = err.lines().rev().take(6).collect();
-                Err(format!(
-                    "LoadGen failed ({}): {}",
-                    out.status,
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                ))
+                Err(JavaLoadError::Run {
+                    status: out.status,
+                    stderr: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+                })
             }
         }
     }
@@ -104,8 +127,8 @@ impl JavaLoad {
 /// do; the JSON of the workload's `java` field.
 ///
 /// # Errors
-/// A LoadGen run that failed.
-pub fn java_rounds(java: &JavaLoad, shape: &Shape<'_>) -> Result<Value, String> {
+/// A LoadGen run that failed, with the cluster it ran on.
+pub fn java_rounds(java: &JavaLoad, shape: &Shape<'_>) -> Result<Value, JavaLoadError> {
     let Shape { clusters, placed, plan, name, mix, sessions } = *shape;
     let mut runs: [Vec<Value>; 2] = [Vec::new(), Vec::new()];
     for r in 0..plan.rounds {
@@ -119,8 +142,8 @@ pub fn java_rounds(java: &JavaLoad, shape: &Shape<'_>) -> Result<Value, String> 
                 value_size: plan.value_size,
                 seed: plan.seed.wrapping_add(r as u64),
             };
-            let res =
-                tokio::task::block_in_place(|| java.run(&run)).map_err(|e| format!("{}: {e}", clusters[i].label))?;
+            let res = tokio::task::block_in_place(|| java.run(&run))
+                .map_err(|e| JavaLoadError::On { cluster: clusters[i].label, source: Box::new(e) })?;
             println!(
                 "  java {name:<6} {sessions:>2} session(s) round {r} {:<10} {:>8.0} ops/s  p99 {:>6} us  errors {}",
                 clusters[i].label,
