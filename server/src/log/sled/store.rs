@@ -118,4 +118,38 @@ mod tests {
             log.syncer().expect("write-behind has a syncer").sync().unwrap();
         }
     }
+
+    /// A log that does not verify is refused, and has let go of its directory by then: a
+    /// caller that repairs it (or looks again) opens it at once, never into sled's lock.
+    #[test]
+    fn a_refused_log_lets_go_of_its_directory_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut log = SledLog::open(dir.path(), true).unwrap().log;
+            for i in 1..=3u64 {
+                log.append(&[Entry::noop(i, 1)], HardState { term: 1, vote: 0, commit: i }).unwrap();
+                log.syncer().expect("write-behind has a syncer").sync().unwrap();
+            }
+        }
+        {
+            // A flipped byte in the middle record: not the last, so not a torn tail.
+            let db = sled::open(dir.path()).unwrap();
+            let (k, v) = db.scan_prefix(b"e").nth(1).unwrap().unwrap();
+            let mut v = v.to_vec();
+            let at = v.len() / 2;
+            v[at] ^= 0x40;
+            db.insert(k, v).unwrap();
+            db.flush().unwrap();
+            drop(db);
+            // sled's own handle has no release wait: wait for its lock here.
+            drop(super::Released { lock_file: dir.path().join("db") });
+        }
+        for round in 1..=100 {
+            match SledLog::open(dir.path(), true) {
+                Err(crate::log::LogError::Corrupt { index: 2, .. }) => {}
+                Err(e) => panic!("round {round}: {e}"),
+                Ok(_) => panic!("round {round}: a corrupt log opened"),
+            }
+        }
+    }
 }
