@@ -95,7 +95,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
     for (name, mix) in [("writes", "set=100"), ("reads", "get=100")] {
         for &sessions in &plan.sessions {
             let shape = Shape { clusters: &clusters, placed: &placed, plan, name, mix, sessions };
-            let mut w = throughput(&shape).await?;
+            let mut w = throughput(&shape).await.map_err(|e| e.to_string())?;
             match &java {
                 Ok(Some(j)) => w["java"] = java_rounds(j, &shape).map_err(|e| e.to_string())?,
                 Err(why) => w["java"] = json!({ "skipped": why }),
@@ -122,8 +122,21 @@ pub struct Shape<'a> {
     pub sessions: usize,
 }
 
+/// Why a cluster workload could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("mix {mix}: {why}")]
+    Mix { mix: String, why: String },
+    /// The load did not run: its sessions did not connect, or a request was lost.
+    #[error("{cluster} {phase}: {why}")]
+    Load { cluster: &'static str, phase: &'static str, why: String },
+    /// The load ran, and some reply was an error the workload does not expect.
+    #[error("{cluster} {workload} x{sessions}: {errors}")]
+    Unexpected { cluster: &'static str, workload: String, sessions: usize, errors: String },
+}
+
 /// One workload at one session count on both clusters, rounds alternating.
-async fn throughput(shape: &Shape<'_>) -> Result<Value, String> {
+async fn throughput(shape: &Shape<'_>) -> Result<Value, WorkloadError> {
     let Shape { clusters, placed, plan, name, mix, sessions } = *shape;
     let cfg = LoadConfig {
         sessions,
@@ -131,14 +144,13 @@ async fn throughput(shape: &Shape<'_>) -> Result<Value, String> {
         pipeline: plan.pipeline,
         keys: plan.keys,
         value_size: plan.value_size,
-        mix: Mix::parse(mix)?,
+        mix: Mix::parse(mix).map_err(|why| WorkloadError::Mix { mix: mix.to_string(), why })?,
     };
+    let failed = |cluster, phase| move |why| WorkloadError::Load { cluster, phase, why };
     if plan.warmup > 0 {
         let warm = LoadConfig { ops: plan.warmup, ..cfg.clone() };
         for (e, addrs) in clusters.iter().zip(placed) {
-            load::run_on(addrs, &warm, plan.seed ^ 0x5757)
-                .await
-                .map_err(|err| format!("{} warm-up: {err}", e.label))?;
+            load::run_on(addrs, &warm, plan.seed ^ 0x5757).await.map_err(failed(e.label, "warm-up"))?;
         }
     }
     let (mut ops_s, mut p99) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
@@ -146,9 +158,12 @@ async fn throughput(shape: &Shape<'_>) -> Result<Value, String> {
         let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let e = &clusters[i];
-            let (rec, elapsed) = load::run_on(&placed[i], &cfg, plan.seed.wrapping_add(r as u64)).await?;
+            let (rec, elapsed) = load::run_on(&placed[i], &cfg, plan.seed.wrapping_add(r as u64))
+                .await
+                .map_err(failed(e.label, "round"))?;
             if rec.unexpected_errors() > 0 {
-                return Err(format!("{} {name} x{sessions}: {}", e.label, rec.describe_errors()));
+                let (workload, errors) = (name.to_string(), rec.describe_errors());
+                return Err(WorkloadError::Unexpected { cluster: e.label, workload, sessions, errors });
             }
             ops_s[i].push(rec.count() as f64 / elapsed.as_secs_f64().max(1e-9));
             p99[i].push(rec.p99_us() as f64);
