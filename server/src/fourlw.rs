@@ -187,7 +187,7 @@ fn mntr(e: &Engine) -> String {
     if let Some(d) = &e.disk {
         // testkeeper's own: whether writes are refused for want of disk space, and how many were.
         // A cluster node's driver reads a guard of its own every tick.
-        let low = d.is_low() || e.replica.as_ref().is_some_and(|r| r.board.disk_low());
+        let low = d.is_low() || e.seq.replica().is_some_and(|r| r.board.disk_low());
         kv(&mut s, "disk_space_low", &u8::from(low));
         kv(&mut s, "writes_refused_disk_space", &d.refused);
     }

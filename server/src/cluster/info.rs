@@ -72,7 +72,7 @@ impl Engine {
     /// least the applied index: no reader sees an applied index above the commit index
     /// while the driver's next picture is on its way.
     pub(crate) fn raft_info(&self) -> Option<RaftInfo> {
-        let mut info = self.replica.as_ref()?.board.info();
+        let mut info = self.seq.replica()?.board.info();
         let applied = self.state.last_index();
         info.commit = info.commit.max(applied);
         info.last_index = info.last_index.max(applied);

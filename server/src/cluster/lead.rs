@@ -12,12 +12,14 @@
 
 use std::collections::VecDeque;
 
+use testkeeper_core::pending::View;
 use testkeeper_core::propose::{Checkpoint, Decide, Proposal, Proposer};
+use testkeeper_core::state::State;
 use testkeeper_core::txn::Txn;
 use testkeeper_wire::{Request, ZkError};
 
 use super::broken::EarlyAck;
-use super::Role;
+use super::{Replica, Role};
 use crate::engine::Engine;
 
 /// The proposer of a ready leader, and its decisions not yet applied.
@@ -45,12 +47,31 @@ impl Lead {
     }
 }
 
+impl Replica {
+    /// Entry `index` was applied: a leader's proposer drops from its overlay what the tree
+    /// now holds.
+    pub(crate) fn committed(&mut self, index: u64) {
+        if let Some(lead) = self.lead.as_mut() {
+            lead.proposer.committed(index);
+            while lead.decided.front().is_some_and(|d| d.0 <= index) {
+                lead.decided.pop_front();
+            }
+        }
+    }
+
+    /// The committed tree plus every decision of this leader's (the committed tree alone on a
+    /// follower).
+    pub(crate) fn view<'a>(&'a self, state: &'a State) -> View<'a> {
+        self.lead.as_ref().map_or_else(|| View::committed(state.tree()), |lead| lead.proposer.view(state))
+    }
+}
+
 impl Engine {
     /// A write, session entry or failure to order, in a cluster: decided here while this
     /// node is the ready leader, otherwise handed to the driver (to wait for a leader, or to
     /// go to it).
     pub(crate) fn propose_in_cluster(&mut self, origin: u64, session: i64, what: Decide<'_>) {
-        let Some(r) = self.replica.as_ref() else { return };
+        let Some(r) = self.seq.replica() else { return };
         if r.lead.is_some() {
             self.decide_as_leader(origin, session, what);
         } else {
@@ -60,7 +81,7 @@ impl Engine {
 
     /// The driver hands back a proposal for this leader to decide (`Event::Decide`).
     pub(crate) fn decide_handed(&mut self, origin: u64, session: i64, proposal: Proposal) {
-        if self.replica.as_ref().is_some_and(|r| r.lead.is_some()) {
+        if self.seq.replica().is_some_and(|r| r.lead.is_some()) {
             self.decide_as_leader(origin, session, proposal.decide());
         } else {
             // The driver saw this leader ready after the entries that make it so: the engine
@@ -73,7 +94,7 @@ impl Engine {
     /// entry to the driver.
     fn decide_as_leader(&mut self, origin: u64, session: i64, what: Decide<'_>) {
         let from = origin >> 48;
-        let forwarded = self.replica.as_ref().is_some_and(|r| r.link.node != from);
+        let forwarded = self.seq.replica().is_some_and(|r| r.link.node != from);
         if forwarded && matches!(what, Decide::Write { .. }) && self.disk_low_now() {
             // A leader below its disk margin takes no client write, whichever node sent it
             // (`cluster/driver/disk.rs` hands the leadership on). Its own clients' writes were
@@ -88,7 +109,7 @@ impl Engine {
         let what = if moved { Decide::Fail(ZkError::SessionMoved) } else { what };
         let invalid = self.take_invalid_digest_fault();
         let now = self.clock.now_ms();
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         let me = r.link.node;
         let Some(lead) = r.lead.as_mut() else { return };
         let cp = lead.proposer.checkpoint();
@@ -102,7 +123,7 @@ impl Engine {
         if let Some(early) = early.as_mut() {
             early.decided(self, &entry, from == me);
         }
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         if let Some(lead) = r.lead.as_mut() {
             lead.early = early;
         }
@@ -111,7 +132,7 @@ impl Engine {
 
     /// Fails the waiter of `origin`, here or (through the driver) on the node it came from.
     fn refuse_anywhere(&mut self, origin: u64, code: i32) {
-        let Some(r) = self.replica.as_ref() else { return };
+        let Some(r) = self.seq.replica() else { return };
         if origin >> 48 == r.link.node {
             self.refused(origin, code);
         } else {
@@ -122,18 +143,8 @@ impl Engine {
     /// A decision of this leader's was not placed in the log: the proposer goes back to
     /// before it.
     pub(crate) fn take_back(&mut self, origin: u64) {
-        if let Some(lead) = self.replica.as_mut().and_then(|r| r.lead.as_mut()) {
+        if let Some(lead) = self.seq.replica_mut().and_then(|r| r.lead.as_mut()) {
             lead.take_back(origin);
-        }
-    }
-
-    /// Entry `index` was applied: the proposer's overlay drops what the tree now holds.
-    pub(crate) fn lead_committed(&mut self, index: u64) {
-        if let Some(lead) = self.replica.as_mut().and_then(|r| r.lead.as_mut()) {
-            lead.proposer.committed(index);
-            while lead.decided.front().is_some_and(|d| d.0 <= index) {
-                lead.decided.pop_front();
-            }
         }
     }
 
@@ -141,7 +152,7 @@ impl Engine {
     pub(crate) fn lead_if_ready(&mut self) {
         let applied = self.state.last_index();
         let broken_multi = self.cfg.broken == Some(crate::broken::Broken::PartialMulti);
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         if r.role != Role::Leader || r.lead.is_some() || r.lead_start.is_none_or(|s| applied < s) {
             return;
         }
@@ -149,13 +160,6 @@ impl Engine {
         proposer.set_broken_partial_multi(broken_multi);
         let early = EarlyAck::new(&self.cfg, &self.state);
         r.lead = Some(Lead { proposer, decided: VecDeque::new(), early });
-    }
-
-    /// The committed tree plus every decision of this leader's (the committed tree alone on a
-    /// follower), for what is proposed only if it will succeed (`collect_containers_and_ttls`).
-    pub(crate) fn lead_view(&self) -> Option<testkeeper_core::pending::View<'_>> {
-        let lead = self.replica.as_ref()?.lead.as_ref()?;
-        Some(lead.proposer.view(&self.state))
     }
 }
 

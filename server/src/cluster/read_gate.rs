@@ -25,13 +25,13 @@ pub(crate) enum ReadGate {
 impl Engine {
     /// Whether this node is a follower still catching up with its leader.
     pub(crate) fn catching_up(&self) -> bool {
-        self.replica.as_ref().is_some_and(|r| r.gate != ReadGate::Open)
+        self.seq.replica().is_some_and(|r| r.gate != ReadGate::Open)
     }
 
     /// Closes the gate until ask `id` is answered and applied; `drop_clients` disconnects the
     /// zookeeper flavor's clients too.
     pub(crate) fn close_read_gate(&mut self, id: u64, drop_clients: bool) {
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         r.gate = ReadGate::Asking(id);
         if drop_clients {
             self.drop_zookeeper_clients();
@@ -40,14 +40,14 @@ impl Engine {
 
     /// Opens the gate: this node leads, or has no leader (then no read is served anyway).
     pub(crate) fn open_read_gate(&mut self) {
-        if let Some(r) = self.replica.as_mut() {
+        if let Some(r) = self.seq.replica_mut() {
             r.gate = ReadGate::Open;
         }
     }
 
     /// The leader answered ask `id`: its log ends at `index`.
     pub(crate) fn read_gate_answered(&mut self, id: u64, index: u64) {
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         if r.gate == ReadGate::Asking(id) {
             r.gate = ReadGate::Until(index);
             self.check_read_gate();
@@ -57,7 +57,7 @@ impl Engine {
     /// Opens the gate once this node has applied as far as the leader's answer.
     pub(crate) fn check_read_gate(&mut self) {
         let applied = self.state.last_index();
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         if let ReadGate::Until(index) = r.gate {
             if applied >= index {
                 r.gate = ReadGate::Open;

@@ -107,7 +107,7 @@ impl Engine {
     /// The driver saw a new role, leader or term; `lead_start`: as the leader, the index of
     /// this term's first entry.
     pub(crate) fn role_changed(&mut self, role: Role, leader: NodeId, term: u64, lead_start: u64) {
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         let was_leader = r.role == Role::Leader;
         let (had, had_term) = (r.leader, r.term);
         (r.role, r.leader, r.term) = (role, leader, term);
@@ -149,12 +149,12 @@ impl Engine {
 
     /// Whether this node leads (standalone: always).
     pub(crate) fn leads(&self) -> bool {
-        self.replica.as_ref().is_none_or(|r| r.role == Role::Leader)
+        self.seq.replica().is_none_or(|r| r.role == Role::Leader)
     }
 
     /// Whether this node knows a leader (standalone: always).
     pub(crate) fn has_leader(&self) -> bool {
-        self.replica.as_ref().is_none_or(|r| r.leader != 0)
+        self.seq.replica().is_none_or(|r| r.leader != 0)
     }
 
     /// As the leader, zookeeper flavor: whether a request of `session` from node `from` comes
@@ -165,7 +165,7 @@ impl Engine {
         if session == 0 || !self.state.rules().zookeeper_sessions {
             return false;
         }
-        let Some(r) = self.replica.as_mut().filter(|r| r.role == Role::Leader) else { return false };
+        let Some(r) = self.seq.replica_mut().filter(|r| r.role == Role::Leader) else { return false };
         *r.owners.entry(session).or_insert(from) != from
     }
 
@@ -175,7 +175,7 @@ impl Engine {
         if !self.state.rules().zookeeper_sessions {
             return;
         }
-        if let Some(r) = self.replica.as_mut().filter(|r| r.role == Role::Leader) {
+        if let Some(r) = self.seq.replica_mut().filter(|r| r.role == Role::Leader) {
             r.owners.insert(session, on);
         }
     }
@@ -183,7 +183,7 @@ impl Engine {
     /// zookeeper flavor: a client resumed `session` on this node; the leader learns that the
     /// session lives here now (at once if this node leads).
     pub(crate) fn session_resumed_here(&mut self, session: i64) {
-        let Some(r) = self.replica.as_ref() else { return };
+        let Some(r) = self.seq.replica() else { return };
         if r.role == Role::Leader {
             let me = r.link.node;
             self.set_session_owner(session, me);
@@ -194,7 +194,7 @@ impl Engine {
 
     /// Records session activity, for the driver to report to the leader.
     pub(crate) fn note_activity(&mut self, session: i64) {
-        if let Some(r) = self.replica.as_ref().filter(|r| r.role != Role::Leader) {
+        if let Some(r) = self.seq.replica().filter(|r| r.role != Role::Leader) {
             r.board.touch(session);
         }
     }
@@ -213,7 +213,7 @@ impl Engine {
     /// Asks the leader (through the driver) how far it has proposed, for a zookeeper-flavor
     /// sync; the reply goes out once this node has applied that far.
     pub(crate) fn start_sync(&mut self, conn: u64, xid: i32, session: i64, path: String, started: Instant) {
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         r.next_sync += 1;
         let id = r.next_sync;
         r.syncs.insert(id, SyncWait { conn, xid, session, path, started, upto: None });
@@ -223,7 +223,7 @@ impl Engine {
 
     /// The leader answered sync `id` with its last index.
     pub(crate) fn sync_answered(&mut self, id: u64, index: u64) {
-        if let Some(w) = self.replica.as_mut().and_then(|r| r.syncs.get_mut(&id)) {
+        if let Some(w) = self.seq.replica_mut().and_then(|r| r.syncs.get_mut(&id)) {
             w.upto = Some(index);
         }
         self.finish_syncs();
@@ -233,11 +233,11 @@ impl Engine {
     pub(crate) fn finish_syncs(&mut self) {
         self.check_read_gate();
         let applied = self.state.last_index();
-        let Some(r) = self.replica.as_mut() else { return };
+        let Some(r) = self.seq.replica_mut() else { return };
         let done: Vec<u64> =
             r.syncs.iter().filter(|(_, w)| w.upto.is_some_and(|u| u <= applied)).map(|(id, _)| *id).collect();
         for id in done {
-            let w = self.replica.as_mut().and_then(|r| r.syncs.remove(&id)).expect("listed above");
+            let w = self.seq.replica_mut().and_then(|r| r.syncs.remove(&id)).expect("listed above");
             self.reply(w.conn, w.xid, self.state.zxid(), 0, &Response::Path(w.path));
             self.finished(w.conn, w.xid, testkeeper_wire::OpCode::Sync, None, w.started);
             self.done(w.session);
@@ -247,12 +247,12 @@ impl Engine {
     /// Fault injection: the next entry this node proposes as leader carries a wrong digest
     /// (ClickHouse's `keeper_leader_sets_invalid_digest`).
     pub(crate) fn take_invalid_digest_fault(&mut self) -> bool {
-        self.replica.as_mut().is_some_and(|r| std::mem::take(&mut r.invalid_digest_next))
+        self.seq.replica_mut().is_some_and(|r| std::mem::take(&mut r.invalid_digest_next))
     }
 
     /// Fault injection: whether to apply the next write entry corrupted on this replica.
     pub(crate) fn take_corrupt_fault(&mut self) -> bool {
-        self.replica.as_mut().is_some_and(|r| std::mem::take(&mut r.corrupt_next))
+        self.seq.replica_mut().is_some_and(|r| std::mem::take(&mut r.corrupt_next))
     }
 
     /// The leader sent a snapshot: it replaces the state. What this node waited for may be in
@@ -267,7 +267,7 @@ impl Engine {
                 .map_err(|source| InstallError::Write { dir, source })?;
         }
         self.state = state;
-        if let (Some(tap), Some(r)) = (&self.cfg.tap, &self.replica) {
+        if let (Some(tap), Some(r)) = (&self.cfg.tap, self.seq.replica()) {
             tap.loaded(r.link.node, index, self.state.digest(), "snapshot");
         }
         let gone: Vec<i64> =
@@ -297,7 +297,7 @@ impl Engine {
             return;
         }
         error!("stopping: {why}");
-        if let Some(r) = &self.replica {
+        if let Some(r) = self.seq.replica() {
             // The node leaves the cluster too: its driver votes and acknowledges no more.
             r.link.stop();
         }
@@ -311,7 +311,7 @@ impl Engine {
 
     /// The node's status.
     pub(crate) fn node_status(&self) -> Option<NodeStatus> {
-        let r = self.replica.as_ref()?;
+        let r = self.seq.replica()?;
         Some(NodeStatus {
             id: r.link.node,
             role: r.role,

@@ -2,13 +2,13 @@
 //! when the log says it is committed the one `apply` runs, the watches fire, and whoever waits
 //! for that index is answered. Entries commit in index order, so the waiters are a queue.
 //!
-//! Standalone, `local_log` decides and orders; in a cluster the driver does. Either way the
-//! committed entries come here, to the one `commit`.
+//! Standalone, `local_log` decides and orders; in a cluster the leader decides and the driver
+//! orders (`sequencer.rs` says which). Either way the committed entries come here, to the one
+//! `commit`.
 
 use std::time::Instant;
 
 use testkeeper_core::apply::Outcome;
-use testkeeper_core::propose::Decide;
 use testkeeper_core::txn::{Entry, Txn};
 use testkeeper_wire::records::connect::ConnectResponse;
 use testkeeper_wire::{OpCode, Response};
@@ -18,21 +18,6 @@ use super::waiters::{Reply, Waiter};
 use super::Engine;
 
 impl Engine {
-    /// Proposes `what` for `session`; `reply` waits for it. In a cluster the proposal goes to
-    /// the Raft driver (and from a follower on to the leader); standalone, this node decides.
-    pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
-        let origin = self.wait(session, reply);
-        if self.replica.is_some() {
-            return self.propose_in_cluster(origin, session, what);
-        }
-        let now = self.clock.now_ms();
-        let (_, at_once) = self.local.decide(&self.state, session, now, origin, what);
-        if at_once {
-            // In memory: the entry commits now, and the reply is queued before the next request.
-            self.settle();
-        }
-    }
-
     /// Registers a waiter and returns the origin its entry will carry.
     pub(crate) fn wait(&mut self, session: i64, reply: Reply) -> u64 {
         self.sessions.one_more_in_flight(session);
@@ -43,11 +28,11 @@ impl Engine {
     /// needs no flush first. Commits may decide more (a session's waiting writes): those are
     /// appended next, in index order.
     pub(crate) fn settle(&mut self) {
-        while let Some(mut batch) = self.local.append(self.state.last_index(), &mut self.log_info) {
+        while let Some(mut batch) = self.seq.append(self.state.last_index(), &mut self.log_info) {
             for entry in batch.drain(..) {
                 self.commit(entry);
             }
-            self.local.recycle(batch);
+            self.seq.recycle(batch);
         }
     }
 
@@ -57,14 +42,14 @@ impl Engine {
         self.log_info.syncs += 1;
         self.log_info.sync_us_total += sync_us;
         self.log_info.sync_us_max = self.log_info.sync_us_max.max(sync_us);
-        while let Some(entry) = self.local.take_durable(index) {
+        while let Some(entry) = self.seq.take_durable(index) {
             self.commit(entry);
         }
     }
 
     /// Whether appended entries wait for a flush.
     pub(crate) fn needs_sync(&self) -> bool {
-        self.local.needs_sync()
+        self.seq.needs_sync()
     }
 
     /// Applies a committed entry, fires its watches and answers whoever waits for it.
@@ -78,11 +63,7 @@ impl Engine {
         if let Some(tap) = &self.cfg.tap {
             tap.applied(self.waiters.node(), &entry, applied.digest);
         }
-        if self.replica.is_none() {
-            self.local.committed(entry.index());
-        } else {
-            self.lead_committed(entry.index());
-        }
+        self.seq.committed(entry.index());
         if self.cfg.digest_check_on_commit {
             let full = self.state.tree().recompute_digest();
             assert_eq!(
@@ -125,9 +106,9 @@ impl Engine {
             }
         }
         self.maybe_snapshot();
-        if self.replica.is_some() {
-            self.finish_syncs();
-        }
+        // A cluster's syncs waiting for this index are answered (a standalone sync waits for
+        // nothing: there are none).
+        self.finish_syncs();
     }
 
     /// This replica's tree differs from the one the entry was decided against: stop serving
@@ -135,7 +116,7 @@ impl Engine {
     /// alone and says why, as Keeper terminates.
     fn diverged(&mut self, m: &testkeeper_core::apply::DigestMismatch) {
         error!("{m}");
-        if self.replica.is_none() {
+        if self.seq.divergence_is_fatal() {
             panic!("{m}");
         }
         self.stop_serving(m.to_string());

@@ -64,7 +64,7 @@ impl Engine {
             self.reply(conn, xid, self.state.zxid(), ZkError::SessionExpired.code(), &Response::Empty);
             return Flow::Close;
         }
-        if !is_write(&req, self.state.rules()) && self.leads() && self.replica.is_some() {
+        if !is_write(&req, self.state.rules()) && self.leads() && self.seq.is_raft() {
             let me = self.waiters.node();
             if self.session_moved_from(session, me) {
                 // ZooKeeper's leader runs every request of its own clients through the session
@@ -157,7 +157,7 @@ impl Engine {
                 self.sessions.begin_end(session, super::sessions::End::Closed);
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
-            Work::Req(Request::Sync(p)) if self.replica.is_some() => {
+            Work::Req(Request::Sync(p)) if self.seq.is_raft() => {
                 if self.cfg.broken == Some(crate::broken::Broken::StaleReadAfterSync) {
                     // Deliberately broken (chaos self-test): answered before catching up.
                     self.reply(conn, xid, self.state.zxid(), 0, &Response::Path(p.path));

@@ -3,9 +3,9 @@
 //!
 //! 1. `dispatch`: a request joins its session's ordered stream (`order`); reads and local
 //!    ops run when every earlier request of the session is done, writes are proposed at once.
-//! 2. `local_log` (standalone) or the Raft driver (a cluster node): the proposer decides the
-//!    entry (index, zxid, time, digest after it) against the committed tree plus every
-//!    uncommitted change; the entry goes to the log.
+//! 2. The sequencer (`sequencer`): standalone `local_log`, in a cluster the leader's proposer
+//!    and the Raft driver. The proposer decides the entry (index, zxid, time, digest after it)
+//!    against the committed tree plus every uncommitted change; the entry goes to the log.
 //! 3. When the log says the entry is committed (at once in memory, after the flush that
 //!    covers it on disk), `apply` changes the tree and checks the digest, the watches fire,
 //!    and whoever waits for that index gets its reply.
@@ -19,6 +19,8 @@
 //! - `backlog`: the bytes a connection has queued and not yet written (backpressure).
 //! - `dispatch`: one request to its place in the session's order; reads and local ops.
 //! - `order`: the per-session FIFO of requests waiting behind uncommitted writes.
+//! - `sequencer`: [`Sequencer`](sequencer::Sequencer), who orders entries (the local log, or
+//!   raft); the request path asks it what differs between the two.
 //! - `local_log`: the standalone proposer and log: decide, append in one write, flush.
 //! - `commit`: propose, commit, reply by index.
 //! - `waiters`: who waits for each proposed entry, and the origins entries carry.
@@ -44,6 +46,7 @@ mod local_log;
 mod log_info;
 mod order;
 mod reply;
+mod sequencer;
 pub mod session;
 pub mod sessions;
 mod shared;
@@ -79,13 +82,11 @@ pub struct Engine {
     pub(crate) clock: Clock,
     /// The committed state; only `commit` applies entries to it.
     pub(crate) state: State,
-    /// Standalone: the proposer and the log (a cluster node's proposer is `Replica::lead`,
-    /// its log the driver's).
-    local: local_log::LocalLog,
+    /// Who orders the entries: standalone this engine's proposer and log; a cluster node's
+    /// part in its cluster (driver link, role, the leader's proposer, syncs, faults).
+    pub(crate) seq: sequencer::Sequencer,
     /// Who waits for each proposed entry, by the origin the entry carries.
     waiters: waiters::Waiters,
-    /// This node's part in a cluster (its driver link, role, syncs, faults).
-    pub(crate) replica: Option<crate::cluster::Replica>,
     pub(crate) watches: Watches,
     pub(crate) sessions: Sessions,
     pub(crate) conns: Conns,
@@ -215,9 +216,8 @@ impl Engine {
             cfg,
             clock,
             state,
-            local,
+            seq: sequencer::Sequencer::Local(local),
             waiters: waiters::Waiters::default(),
-            replica: None,
             watches: Watches::default(),
             sessions,
             conns: Conns::starting_at(1),
@@ -248,7 +248,7 @@ impl Engine {
     /// (in memory without a data directory) are handed to the driver for lagging followers.
     pub(crate) fn join_cluster(&mut self, replica: crate::cluster::Replica) {
         self.waiters.join(replica.link.node, self.clock.now_ms() as u64);
-        self.replica = Some(replica);
+        self.seq = sequencer::Sequencer::Raft(Box::new(replica));
         let (distance, keep, reserved) =
             (self.cfg.snapshot_distance, self.cfg.snapshots_to_keep, self.cfg.reserved_log_items);
         let last = self.state.last_index();
@@ -257,13 +257,16 @@ impl Engine {
     }
 
     /// Hands the log to a cluster node's Raft storage (the engine keeps none of its own then).
+    ///
+    /// # Panics
+    /// On a cluster node: its log went to the driver when it joined.
     pub(crate) fn take_log(&mut self) -> Box<dyn Log> {
-        self.local.take_log()
+        self.seq.take_log().expect("the log is taken before the engine joins a cluster")
     }
 
     /// The log's syncer, when entries must be flushed before they count.
     pub(crate) fn syncer(&self) -> Option<Arc<dyn crate::log::Syncer>> {
-        self.local.syncer()
+        self.seq.syncer()
     }
 
     /// Whether entries are proposed that have not committed yet.
@@ -296,7 +299,7 @@ impl Engine {
     pub(crate) fn release_storage(&mut self) {
         self.poll_snapshot(true);
         self.stopped = true;
-        self.local.release();
+        self.seq.release();
     }
 
     /// Periodic work: expire sessions whose deadline passed, collect empty containers and

@@ -60,7 +60,7 @@ impl Engine {
     /// Whether `req` waits for something outside this node (the log, or in a cluster the
     /// leader: a sync) rather than being answered here at once.
     pub(crate) fn is_write_req(&self, req: &Request) -> bool {
-        waits_elsewhere(req, self.state.rules(), self.replica.is_some())
+        waits_elsewhere(req, self.state.rules(), self.seq.is_raft())
     }
 
     /// Runs `q` now if its session lets it, else queues it behind the session's writes (a
@@ -86,7 +86,7 @@ impl Engine {
     pub(crate) fn resume(&mut self, session: i64) {
         loop {
             // The fields apart, not `is_write_req`: `sessions` is borrowed for the call.
-            let (rules, replica) = (self.state.rules(), self.replica.is_some());
+            let (rules, replica) = (self.state.rules(), self.seq.is_raft());
             // Only a request proper counts as a write here: a queued fault reply or error
             // entry waits for the writes ahead of it.
             let write = |work: &Work| matches!(work, Work::Req(req) if waits_elsewhere(req, rules, replica));

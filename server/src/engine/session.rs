@@ -15,7 +15,7 @@ use tracing::{debug, info};
 
 use super::sessions::{End, SessionRt};
 use super::waiters::Reply;
-use super::{random_passwd, Engine};
+use super::{random_passwd, sequencer, Engine};
 
 /// The outcome of a handshake. The response, if any, is already queued on the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,13 +136,14 @@ impl Engine {
         }
         let passwd = random_passwd();
         let what = Decide::CreateSession { timeout_ms, passwd };
-        if self.replica.is_some() {
+        let sequencer::Sequencer::Local(local) = &mut self.seq else {
             // The leader decides the id; the connection is bound when the entry commits here.
             self.propose(0, what, Reply::Handshake { conn, read_only });
             return Handshake::Accept;
-        }
-        let origin = self.wait(0, Reply::Handshake { conn, read_only });
-        let (entry, at_once) = self.local.decide(&self.state, 0, now, origin, what);
+        };
+        // Standalone the id is known as the entry is decided: the connection is bound now.
+        let origin = self.waiters.add(0, Reply::Handshake { conn, read_only });
+        let (entry, at_once) = local.decide(&self.state, 0, now, origin, what);
         let Txn::CreateSession { id, .. } = *entry.txn() else { unreachable!("a session entry creates a session") };
         // The response goes out when the session's entry commits; requests that arrive before
         // that wait behind it.
@@ -220,7 +221,7 @@ impl Engine {
     pub(crate) fn forget_session(&mut self, id: i64) -> Option<u64> {
         let rt = self.sessions.remove(id)?;
         self.watches.remove_session(id);
-        if let Some(r) = self.replica.as_mut() {
+        if let Some(r) = self.seq.replica_mut() {
             r.owners.remove(&id);
         }
         let session = format_args!("{id:#x}");
@@ -236,7 +237,7 @@ impl Engine {
     /// Deletes empty containers that once had children and TTL nodes idle past their TTL,
     /// as ZooKeeper's ContainerManager does, through ordinary delete entries.
     pub fn collect_containers_and_ttls(&mut self, now: i64) {
-        let view = self.lead_view().unwrap_or_else(|| self.local.view(&self.state));
+        let view = self.seq.view(&self.state);
         let tree = self.state.tree();
         let empty_container = |p: &str| view.get(p).is_some_and(|n| n.num_children == 0 && n.stat.cversion > 0);
         let expired = |p: &str, ttl: i64| view.get(p).is_some_and(|n| n.num_children == 0 && now - n.stat.mtime > ttl);
@@ -247,7 +248,7 @@ impl Engine {
             let req = Request::Delete(DeleteRequest { path: path.clone(), version: -1 });
             let ctx = Ctx { session: 0, auth: &sup };
             // Only a delete that will succeed is proposed: a failed one would take a zxid.
-            let view = self.lead_view().unwrap_or_else(|| self.local.view(&self.state));
+            let view = self.seq.view(&self.state);
             if decide(&self.state, &view, &req, &ctx).is_ok() {
                 debug!(%path, "collecting container/TTL node");
                 self.propose(0, Decide::Write { req: &req, auth: &sup }, Reply::Internal);

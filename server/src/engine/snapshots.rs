@@ -46,19 +46,19 @@ impl Engine {
                 self.log_info.last_snapshot_index = t.index;
                 self.log_info.last_snapshot_bytes = t.bytes;
                 self.log_info.last_snapshot_write_us = t.write_us;
-                if let Some(r) = self.replica.as_ref() {
+                let Some(log) = self.seq.own_log() else {
                     // A cluster node's log is the driver's: it compacts, and offers the body.
-                    if let Some(body) = t.body {
+                    if let (Some(r), Some(body)) = (self.seq.replica(), t.body) {
                         r.board.snapshot_taken(crate::cluster::SnapRef { index: t.index, term: t.term, body }, below);
                     }
                     return;
-                }
+                };
                 let started = Instant::now();
-                if let Err(e) = self.local.log().compact_to(below) {
+                if let Err(e) = log.compact_to(below) {
                     error!(error = %e, "compacting the log below the snapshot failed; it stays whole");
                 }
                 self.log_info.last_compact_us = started.elapsed().as_micros() as u64;
-                self.log_info.first_index = self.local.log().first_index();
+                self.log_info.first_index = log.first_index();
             }
             Some(Err(e)) => {
                 self.log_info.snapshot_failures = s.failures;

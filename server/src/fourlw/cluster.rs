@@ -29,7 +29,7 @@ const CHECKED: &[&str] =
 
 /// `leader`, `follower`, or `standalone` for a server that is not part of a cluster.
 pub fn server_state(e: &Engine) -> &'static str {
-    match e.replica.as_ref().map(|r| r.role) {
+    match e.seq.replica().map(|r| r.role) {
         None => "standalone",
         Some(Role::Leader) => "leader",
         Some(Role::Follower | Role::Candidate) => "follower",
@@ -50,7 +50,7 @@ pub fn readiness(e: &Engine) -> (&'static str, bool, bool) {
 /// The "not serving" answer to `word` on a cluster node without a leader (or stopped), if
 /// that word checks.
 pub(super) fn not_serving(e: &Engine, word: &str) -> Option<&'static str> {
-    let r = e.replica.as_ref()?;
+    let r = e.seq.replica()?;
     let active = (r.role == Role::Leader || r.leader != 0) && e.stop_reason.is_none();
     if active || !CHECKED.contains(&word) {
         return None;
@@ -64,7 +64,7 @@ pub(super) fn not_serving(e: &Engine, word: &str) -> Option<&'static str> {
 /// The cluster lines of `mntr`: the leader's followers, and in zookeeper flavor every
 /// quorum member's `zk_quorum_size` (ZooKeeper 3.8's order, measured on a 3-server ensemble).
 pub(super) fn mntr_lines(e: &Engine, out: &mut String) {
-    let (Some(r), Some(raft)) = (e.replica.as_ref(), e.raft_info()) else { return };
+    let (Some(r), Some(raft)) = (e.seq.replica(), e.raft_info()) else { return };
     let mut kv = |k: &str, v: usize| {
         let _ = writeln!(out, "zk_{k}\t{v}");
     };
@@ -92,7 +92,7 @@ pub(super) fn mntr_lines(e: &Engine, out: &mut String) {
 /// Asks for the leadership of this node (`rqld`, `KeeperServer::requestLeader`: true on the
 /// leader, or when a leader is known to send the request to). Returns whether it was sent.
 pub fn request_leader(e: &Engine) -> bool {
-    match e.replica.as_ref() {
+    match e.seq.replica() {
         None => true,
         Some(r) if r.role == Role::Leader => true,
         Some(r) if r.leader != 0 && e.stop_reason.is_none() => {
@@ -106,7 +106,7 @@ pub fn request_leader(e: &Engine) -> bool {
 /// Asks the leader to hand its leadership to its most up-to-date follower (`ydld`: only the
 /// leader acts on it, and Keeper answers the same either way).
 pub fn yield_leadership(e: &Engine) {
-    if let Some(r) = e.replica.as_ref().filter(|r| r.role == Role::Leader) {
+    if let Some(r) = e.seq.replica().filter(|r| r.role == Role::Leader) {
         r.link.transfer_leader(0);
     }
 }

@@ -31,7 +31,7 @@ pub(super) fn conf(e: &Engine) -> String {
 /// knobs of Keeper's own machinery that testkeeper does not have.
 fn keeper_conf(e: &Engine) -> String {
     let c = &e.cfg;
-    let id = e.replica.as_ref().map_or(1, |r| r.link.node);
+    let id = e.seq.replica().map_or(1, |r| r.link.node);
     let allow = c.four_letter_words.as_ref().map_or("*".to_string(), |l| l.join(","));
     let force_sync = c.data_dir.is_some() && c.fsync == crate::config::Fsync::Always;
     let lines: [(&str, String); 39] = [

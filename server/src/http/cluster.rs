@@ -78,7 +78,7 @@ pub async fn transfer(State(shared): State<Arc<Shared>>, body: Bytes) -> Respons
         }
     };
     let e = shared.engine();
-    let Some(r) = e.replica.as_ref() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
+    let Some(r) = e.seq.replica() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
     let to = to.unwrap_or(r.link.node);
     let members = r.board.info().members;
     if !members.contains(&to) {
@@ -94,7 +94,7 @@ pub async fn transfer(State(shared): State<Arc<Shared>>, body: Bytes) -> Respons
 /// `POST /api/v1/cluster/yield-leadership`: as `ydld` (only a leader acts on it).
 pub async fn yield_leadership(State(shared): State<Arc<Shared>>) -> Response {
     let e = shared.engine();
-    let Some(r) = e.replica.as_ref() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
+    let Some(r) = e.seq.replica() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
     let leads = r.role == Role::Leader;
     fourlw::yield_leadership(&e);
     Json(json!({"sent": true, "leader": leads})).into_response()
@@ -103,7 +103,7 @@ pub async fn yield_leadership(State(shared): State<Arc<Shared>>) -> Response {
 /// `POST /api/v1/cluster/faults/{kind}`: arms one divergence fault on this node.
 pub async fn arm_fault(State(shared): State<Arc<Shared>>, Path(kind): Path<String>) -> Response {
     let mut e = shared.engine();
-    let Some(r) = e.replica.as_mut() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
+    let Some(r) = e.seq.replica_mut() else { return error(StatusCode::NOT_FOUND, STANDALONE) };
     match kind.as_str() {
         "invalid-digest-next" => r.invalid_digest_next = true,
         "corrupt-next-apply" => r.corrupt_next = true,
@@ -124,11 +124,11 @@ type Labels = Vec<(String, String)>;
 pub fn register_metrics(e: &Engine, r: &mut Registry) {
     let g = |v: u64| ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
     let roles = Family::<Labels, Gauge>::default();
-    let current = match e.replica.as_ref().map(|r| r.role) {
+    let current = match e.seq.replica().map(|r| r.role) {
         None => "standalone",
         Some(role) => role.name(),
     };
-    let all: &[&str] = if e.replica.is_some() { &["leader", "follower", "candidate"] } else { &["standalone"] };
+    let all: &[&str] = if e.seq.is_raft() { &["leader", "follower", "candidate"] } else { &["standalone"] };
     for role in all {
         roles.get_or_create(&vec![("role".into(), (*role).into())]).set(i64::from(*role == current));
     }

@@ -92,7 +92,7 @@ impl TestKeeperCluster {
     /// (ClickHouse's `keeper_leader_sets_invalid_digest`): every replica that applies it stops.
     pub fn invalid_digest_next(&self, id: NodeId) {
         if let Some(n) = self.node(id) {
-            if let Some(r) = n.shared().engine().replica.as_mut() {
+            if let Some(r) = n.shared().engine().seq.replica_mut() {
                 r.invalid_digest_next = true;
             }
         }
@@ -102,7 +102,7 @@ impl TestKeeperCluster {
     /// its state diverges there; it must stop within that entry while the others go on.
     pub fn corrupt_next_apply(&self, id: NodeId) {
         if let Some(n) = self.node(id) {
-            if let Some(r) = n.shared().engine().replica.as_mut() {
+            if let Some(r) = n.shared().engine().seq.replica_mut() {
                 r.corrupt_next = true;
             }
         }
