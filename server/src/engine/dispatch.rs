@@ -157,7 +157,7 @@ impl Engine {
                 self.sessions.begin_end(session, super::sessions::End::Closed);
                 self.propose(session, Decide::Write { req: &Request::Close, auth: &[] }, Reply::Close { conn, xid });
             }
-            Work::Req(Request::Sync(p)) if self.seq.is_raft() => {
+            Work::Req(Request::Sync(p)) if self.seq.syncs_with_leader() => {
                 if self.cfg.broken == Some(crate::broken::Broken::StaleReadAfterSync) {
                     // Deliberately broken (chaos self-test): answered before catching up.
                     self.reply(conn, xid, self.state.zxid(), 0, &Response::Path(p.path));

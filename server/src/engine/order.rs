@@ -60,7 +60,7 @@ impl Engine {
     /// Whether `req` waits for something outside this node (the log, or in a cluster the
     /// leader: a sync) rather than being answered here at once.
     pub(crate) fn is_write_req(&self, req: &Request) -> bool {
-        waits_elsewhere(req, self.state.rules(), self.seq.is_raft())
+        waits_elsewhere(req, self.state.rules(), self.seq.syncs_with_leader())
     }
 
     /// Runs `q` now if its session lets it, else queues it behind the session's writes (a
@@ -86,10 +86,10 @@ impl Engine {
     pub(crate) fn resume(&mut self, session: i64) {
         loop {
             // The fields apart, not `is_write_req`: `sessions` is borrowed for the call.
-            let (rules, replica) = (self.state.rules(), self.seq.is_raft());
+            let (rules, syncs) = (self.state.rules(), self.seq.syncs_with_leader());
             // Only a request proper counts as a write here: a queued fault reply or error
             // entry waits for the writes ahead of it.
-            let write = |work: &Work| matches!(work, Work::Req(req) if waits_elsewhere(req, rules, replica));
+            let write = |work: &Work| matches!(work, Work::Req(req) if waits_elsewhere(req, rules, syncs));
             let Some(q) = self.sessions.next_turn(session, write) else { return };
             self.run(session, q);
         }
@@ -98,6 +98,6 @@ impl Engine {
 
 /// [`Engine::is_write_req`] from the two things it reads, for a caller that holds another field
 /// of the engine borrowed.
-fn waits_elsewhere(req: &Request, rules: &testkeeper_core::flavor::Rules, in_cluster: bool) -> bool {
-    super::dispatch::is_write(req, rules) || (in_cluster && matches!(req, Request::Sync(_)))
+fn waits_elsewhere(req: &Request, rules: &testkeeper_core::flavor::Rules, syncs_with_leader: bool) -> bool {
+    super::dispatch::is_write(req, rules) || (syncs_with_leader && matches!(req, Request::Sync(_)))
 }

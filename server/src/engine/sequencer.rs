@@ -55,6 +55,13 @@ impl Sequencer {
         matches!(self, Sequencer::Raft(_))
     }
 
+    /// Whether a sync waits for the leader (a round trip through raft's log, or ZooKeeper's
+    /// catch-up with the leader's last proposal); standalone this server is the leader, and a
+    /// sync is answered at once, in its session's order.
+    pub(crate) fn syncs_with_leader(&self) -> bool {
+        self.is_raft()
+    }
+
     /// The committed tree plus every decision not applied yet (a follower decides nothing:
     /// the committed tree alone).
     pub(crate) fn view<'a>(&'a self, state: &'a State) -> View<'a> {
