@@ -89,8 +89,14 @@ impl Drop for ServerChild {
 
 /// The last `n` lines of a text file (empty string if unreadable).
 pub fn tail_lines(path: &Path, n: usize) -> String {
+    tail_lines_where(path, n, |_| true)
+}
+
+/// The last `n` lines of a text file that `keep` accepts (empty string if unreadable): a
+/// server log's story without the noise of a test's own polling.
+pub fn tail_lines_where(path: &Path, n: usize, keep: impl Fn(&str) -> bool) -> String {
     let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().filter(|l| keep(l)).collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 

@@ -109,11 +109,30 @@ impl ZooKeeperEnsemble {
         }
     }
 
+    /// Server `i`'s state and the last `n` lines of its log that tell its story: the tests
+    /// poll `mntr` and `srvr` every quarter second, and a server without a leader logs each
+    /// poll with a stack trace, which would leave only that in the tail (an election that did
+    /// not finish showed as nothing but those).
     fn describe_one(&mut self, i: usize, n: usize) -> String {
-        match self.servers[i].as_mut() {
-            Some(s) => s.describe(n),
-            None => format!("ZooKeeper {} (killed)", i + 1),
-        }
+        let Some(s) = self.servers[i].as_mut() else { return format!("ZooKeeper {} (killed)", i + 1) };
+        let state = match s.exited() {
+            Some(status) => format!("exited with {status}"),
+            None => "still running".to_string(),
+        };
+        let poll =
+            ["Processing mntr command", "Processing srvr command", "Processing ruok command", "Close of session 0x0"];
+        let story = |l: &str| {
+            !poll.iter().any(|p| l.contains(p))
+                && !l.contains("ZooKeeperServer not running")
+                && !l.trim_start().starts_with("at ")
+        };
+        let tail = crate::process::tail_lines_where(s.log_path(), n, story);
+        format!(
+            "ZooKeeper {} (pid {}) {state}; last {n} lines of {} (without the tests' polling):\n{tail}",
+            i + 1,
+            s.pid(),
+            s.log_path().display()
+        )
     }
 
     /// Kills server `id` (1-based, its myid) by PID, at once.
@@ -225,6 +244,18 @@ mod tests {
         let mut modes = zk.modes();
         modes.sort();
         assert_eq!(modes, ["follower", "follower", "leader"], "{}", zk.connect_string());
+        // A failure's story leaves out the tests' own polling, which would otherwise fill the
+        // tail of every log.
+        let mut zk = zk;
+        for _ in 0..30 {
+            for a in zk.addrs().to_vec() {
+                let _ = net::four_letter_word(a, "mntr", Duration::from_secs(2));
+            }
+        }
+        let story = zk.describe();
+        assert!(!story.contains("Processing mntr command"), "{story}");
+        assert_eq!(story.matches("(without the tests' polling)").count(), 3, "{story}");
+        assert!(story.lines().count() > 3 * 10, "each log keeps a story: {story}");
         let pids: Vec<u32> = zk.servers.iter().flatten().map(ServerChild::pid).collect();
         drop(zk);
         for pid in pids {
