@@ -162,8 +162,8 @@ fn bench_cluster_compares_a_testkeeper_cluster_with_a_zookeeper_ensemble() {
 }
 
 /// `--launches 2`: two starts of each server, every figure in the JSON, and testkeeper's own
-/// phases read from its `launch` log line (they add up to at most the whole spawn-to-imok
-/// time). Needs Debian's ZooKeeper, as the cluster bench does.
+/// phases read from its `launch` log line (they add up to their total). Needs Debian's
+/// ZooKeeper, as the cluster bench does.
 #[test]
 fn bench_launches_times_both_servers_and_testkeepers_phases() {
     if zookeeper_missing() {
@@ -179,7 +179,11 @@ fn bench_launches_times_both_servers_and_testkeepers_phases() {
     let total = phases["total_us"].as_f64().expect("total_us");
     let parts: f64 =
         ["args_us", "logging_us", "runtime_us", "server_us"].iter().map(|k| phases[*k].as_f64().unwrap()).sum();
-    assert!(total > 0.0 && total <= tk_ms * 1e3, "main to announce {total} us within spawn to imok {tk_ms} ms");
+    // Not bounded by the spawn-to-imok time: the server accepts before `main` prints its
+    // announce line, and on a loaded machine (a CI run: main to announce 10586 us, spawn to
+    // imok 9.2 ms) a worker thread answers the bench's ruok while the main thread waits for
+    // a core to print it.
+    assert!(total > 0.0 && tk_ms > 0.0, "main to announce {total} us, spawn to imok {tk_ms} ms");
     assert!((parts - total).abs() <= 4.0, "the phases ({parts} us) add up to the total ({total} us): {phases}");
     assert!(l["times_faster"].as_f64().is_some_and(f64::is_finite), "{l}");
     assert!(l["embedded"]["start_to_imok_ms_median"].as_f64().is_some(), "{l}");
