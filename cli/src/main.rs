@@ -71,8 +71,8 @@ struct ServeCli {
 }
 
 impl Cli {
-    /// The command line: `serve` alone when it is the first argument (the flags of every
-    /// other command cannot follow it), else the whole tree.
+    /// The command line: `serve` alone when it is the first argument (everything after it is
+    /// `serve`'s), else the whole tree.
     fn from_args() -> Cli {
         let mut args = std::env::args_os();
         let program = args.next();
@@ -210,5 +210,23 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report("testkeeper"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `serve` parsed alone has the flags and help it has through the whole tree: a global
+    /// flag added to `Cli` must be added to `ServeCli` as well.
+    #[test]
+    fn serve_alone_has_the_trees_flags_and_help() {
+        let mut tree = super::Cli::command().bin_name("testkeeper");
+        tree.build();
+        let mut through = tree.find_subcommand("serve").expect("serve is a subcommand").clone();
+        let mut alone = super::ServeCli::command().bin_name("testkeeper serve");
+        alone.build();
+        assert_eq!(alone.render_long_help().to_string(), through.render_long_help().to_string());
+        assert_eq!(alone.render_help().to_string(), through.render_help().to_string());
     }
 }
