@@ -22,7 +22,7 @@
 //! - `sequencer`: [`Sequencer`](sequencer::Sequencer), who orders entries (the local log, or
 //!   raft); the request path asks it what differs between the two.
 //! - `local_log`: the standalone proposer and log: decide, append in one write, flush.
-//! - `commit`: propose, commit, reply by index.
+//! - `commit`: commit, apply and reply by index (proposing is `sequencer`'s).
 //! - `waiters`: who waits for each proposed entry, and the origins entries carry.
 //! - `snapshots`: when to snapshot, and compacting the log under a finished snapshot.
 //! - `sessions`: [`Sessions`], the live sessions' run-time records and each one's place in the

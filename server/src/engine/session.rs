@@ -142,6 +142,8 @@ impl Engine {
             return Handshake::Accept;
         };
         // Standalone the id is known as the entry is decided: the connection is bound now.
+        // The waiter is added as `wait` adds it, without the in-flight count (`self` is
+        // borrowed here), which session 0 has not: the new session's own count is set below.
         let origin = self.waiters.add(0, Reply::Handshake { conn, read_only });
         let (entry, at_once) = local.decide(&self.state, 0, now, origin, what);
         let Txn::CreateSession { id, .. } = *entry.txn() else { unreachable!("a session entry creates a session") };
