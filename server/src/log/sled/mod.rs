@@ -7,11 +7,20 @@
 //! | `m/meta` | the server's metadata ([`Meta`]) + CRC-32 |
 //!
 //! The guards sled needs (its own README calls it beta, and abrupt stops have corrupted it):
-//! entries and the hard state go into sled in one `apply_batch`; an entry counts as durable
+//! entries (and the hard state with them, when it changed) go into sled in one write; an entry counts as durable
 //! only after a `flush` that started after that batch; every value carries our own
 //! checksum; and on open the indexes must be contiguous, every record must verify (a torn last
 //! record is dropped with a warning, anything else refuses to start), and the commit index
 //! must lie inside the log.
+//!
+//! The hard state is written with appended entries only when its term or vote changed, and
+//! by every append of no entries (Raft's own hard-state updates), compaction and reset. A
+//! commit index that moved alone stays in memory until then, so on disk it may lag: that is
+//! safe, since a standalone server replays every entry its log holds, and a cluster node
+//! replays up to it and learns the rest from Raft. Writing it every time cost a second sled
+//! key per flush: sled then writes a batch manifest and the batch as two buffers, each with
+//! its own `sync_file_range`, and one write per session took 0.23 ms to flush instead of
+//! 0.14 (`testkeeper bench --durable`, one session; docs/performance.md).
 //!
 //! What `flush` promises: sled writes its buffers and calls `sync_file_range` (spacejam/sled
 //! #1452), not a full `fsync`: a flushed entry survives the process being killed, but not
@@ -137,7 +146,12 @@ impl Log for SledLog {
                 staged.0.push(e);
                 self.last = e.index();
             }
-            staged.1 = Some(hard);
+            // The hard state goes with the records only when its term or vote changed (or one
+            // is staged already, which then stays the newest): a commit index alone is not
+            // worth its own sled key in every flush (see the module's header).
+            if (hard.term, hard.vote) != (self.hard.term, self.hard.vote) || staged.1.is_some() {
+                staged.1 = Some(hard);
+            }
         }
         (self.last_term, self.hard) = (last.term(), hard);
         self.store.appended.store(self.last, Ordering::Release);
