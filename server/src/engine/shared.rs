@@ -116,7 +116,9 @@ impl Shared {
 
     /// Locks the engine. A panic inside the engine is a broken invariant: the poison is not
     /// cleared, so every later request fails loudly instead of serving a diverged tree.
-    pub(crate) fn engine(&self) -> EngineGuard<'_> {
+    /// Public for the engine's benchmark (`benches/engine.rs`), which drives it as a
+    /// connection does.
+    pub fn engine(&self) -> EngineGuard<'_> {
         EngineGuard {
             engine: self
                 .engine
