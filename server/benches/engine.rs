@@ -97,10 +97,9 @@ impl Rig {
     fn batch(&mut self, reqs: Vec<Request>) -> usize {
         {
             let mut e = self.shared.engine();
-            let arrived = Engine::arrival();
             for req in reqs {
                 self.next += 1;
-                e.handle_at(self.conn, self.next as i32, req, arrived);
+                e.handle(self.conn, self.next as i32, req);
             }
         }
         let mut bytes = 0;

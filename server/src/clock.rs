@@ -76,21 +76,6 @@ impl Clock {
         }
     }
 
-    /// [`mono_ms`](Self::mono_ms) at `t`, a reading the caller took already (the arrival of a
-    /// batch of requests): the system clock is not read again. Other clocks read their own.
-    pub fn mono_ms_at(&self, t: std::time::Instant) -> i64 {
-        match self {
-            Clock::System => t.saturating_duration_since(process_start()).as_millis() as i64,
-            _ => self.mono_ms(),
-        }
-    }
-
-    /// The wall time, ms since the epoch, of a [`mono_ms`](Self::mono_ms) reading taken
-    /// earlier: for figures shown now (`cons`), not for anything written into an entry.
-    pub fn wall_ms_of(&self, mono_ms: i64) -> i64 {
-        self.now_ms() - (self.mono_ms() - mono_ms)
-    }
-
     /// Now, in ms since the epoch.
     pub fn now_ms(&self) -> i64 {
         match self {

@@ -230,18 +230,16 @@ impl Engine {
         path: Option<&str>,
         started: Instant,
     ) {
-        // One clock read per reply: the latency, and (from the same reading) when it left.
-        let took = started.elapsed();
-        let us = took.as_micros() as u64;
+        let us = started.elapsed().as_micros() as u64;
         let ping = op == testkeeper_wire::OpCode::Ping;
         if !ping {
             self.stats.record(op.name(), us);
         }
-        let left = self.clock.mono_ms_at(started + took);
+        let now = self.clock.now_ms();
         let Some(c) = self.conns.get_mut(&conn) else { return };
         c.last_latency_ms = us / 1000;
         c.latency.record(us / 1000);
-        c.last_response_mono_ms = Some(left);
+        c.last_response_ms = now;
         // Checked first: building the line costs more than the request it describes.
         let wanted =
             if ping { tracing::enabled!(tracing::Level::TRACE) } else { tracing::enabled!(tracing::Level::DEBUG) };

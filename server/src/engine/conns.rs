@@ -65,7 +65,7 @@ impl ConnInfo {
     pub fn reset_stats(&mut self) {
         (self.received, self.sent) = (0, 0);
         (self.last_op, self.last_xid, self.last_zxid) = ("NA", -1, -1);
-        (self.last_response_mono_ms, self.last_latency_ms, self.latency) = (None, 0, ConnLatency::default());
+        (self.last_response_ms, self.last_latency_ms, self.latency) = (0, 0, ConnLatency::default());
     }
 }
 
@@ -90,9 +90,8 @@ pub struct ConnInfo {
     pub last_latency_ms: u64,
     /// This connection's request latencies since it opened or `crst` (ms), for `cons`.
     pub latency: ConnLatency,
-    /// When this connection's last reply left, on the engine clock's monotonic reading (none
-    /// since `crst`): `Clock::wall_ms_of` turns it into wall time when `cons` shows it.
-    pub last_response_mono_ms: Option<i64>,
+    /// When this connection's last reply left, ms since the epoch (0: none since `crst`).
+    pub last_response_ms: i64,
     /// Identities authenticated on this connection (ZooKeeper keeps auth per connection; a
     /// client re-sends its credentials after reconnecting).
     pub auth: Vec<AuthId>,
@@ -153,7 +152,7 @@ impl Conns {
             last_err: 0,
             last_latency_ms: 0,
             latency: ConnLatency::default(),
-            last_response_mono_ms: None,
+            last_response_ms: 0,
             auth: Vec::new(),
             muted: false,
             blackholed: false,

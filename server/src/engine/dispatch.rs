@@ -47,19 +47,9 @@ impl Engine {
         self.state.rules().knows_op(op)
     }
 
-    /// When requests arrive: what a connection read in one go takes one reading for all of
-    /// them ([`handle_at`](Self::handle_at)), which is also when each of them started waiting.
-    pub fn arrival() -> Instant {
-        Instant::now()
-    }
-
-    /// Handles one decoded request from connection `conn`, arrived now.
+    /// Handles one decoded request from connection `conn`.
     pub fn handle(&mut self, conn: u64, xid: i32, req: Request) -> Flow {
-        self.handle_at(conn, xid, req, Self::arrival())
-    }
-
-    /// Handles one decoded request from connection `conn` that arrived at `started`.
-    pub fn handle_at(&mut self, conn: u64, xid: i32, req: Request, started: Instant) -> Flow {
+        let started = Instant::now();
         if self.stopped {
             return Flow::Close;
         }
@@ -84,7 +74,7 @@ impl Engine {
                 return Flow::Close;
             }
         }
-        self.touch_at(session, started);
+        self.touch(session);
         self.note_activity(session);
         self.stats.packets_received += 1;
         let op = req.op();

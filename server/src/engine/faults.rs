@@ -31,10 +31,6 @@ impl Engine {
     /// Consults the fault rules for a request about to be dispatched, and carries out a
     /// pre-dispatch action.
     pub(crate) fn fault_before(&mut self, conn: u64, session: i64, xid: i32, req: &Request, started: Instant) -> Step {
-        // Without rules there is nothing to consult, and no clock to read for a stamp.
-        if self.faults.is_empty() {
-            return Step::Dispatch;
-        }
         let Some(fired) = self.faults.check(req, session, xid, self.fault_at()) else {
             return Step::Dispatch;
         };

@@ -188,11 +188,6 @@ impl Engine {
         self.sessions.touch(session, self.clock.mono_ms());
     }
 
-    /// [`touch`](Self::touch) by a request that arrived at `at` (no second clock read).
-    pub(crate) fn touch_at(&mut self, session: i64, at: std::time::Instant) {
-        self.sessions.touch(session, self.clock.mono_ms_at(at));
-    }
-
     /// A connection ended. Its session lives on until its deadline, so a client can resume it
     /// (zookeeper flavor) and its ephemerals stay until then.
     pub fn disconnect(&mut self, conn: u64) {

@@ -175,11 +175,6 @@ impl Faults {
         &self.fired_by_kind
     }
 
-    /// Whether no rule is installed (nothing can fire).
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// Decides whether a request triggers a fault, and logs the firing.
     ///
     /// Rules are consulted in id order. Every rule whose filters match counts the request (so

@@ -96,7 +96,7 @@ fn keeper_cons(e: &Engine) -> String {
                 out,
                 ",lzxid=0x{:016x},lresp={},llat={},minlat={},avglat={},maxlat={}",
                 c.last_zxid,
-                c.last_response_mono_ms.map_or(0, |m| e.clock.wall_ms_of(m)),
+                c.last_response_ms,
                 c.last_latency_ms,
                 l.min,
                 l.avg(),

@@ -215,12 +215,10 @@ impl Link<'_> {
     fn handle(&mut self, pending: &mut VecDeque<Decoded>) -> Option<Stop> {
         let mut engine = self.shared.engine();
         let conn = self.conn;
-        // Read together, so arrived together: one clock reading for the batch.
-        let arrived = crate::engine::Engine::arrival();
         while !engine.conns.out_full(conn) {
             let Some(item) = pending.pop_front() else { break };
             let flow = match item {
-                Decoded::Req(xid, req) => engine.handle_at(conn, xid, req, arrived),
+                Decoded::Req(xid, req) => engine.handle(conn, xid, req),
                 Decoded::Unknown(xid, op, body) => engine.internal_op(conn, xid, op, &body),
                 Decoded::Malformed(xid, op, e) => match engine.malformed(conn, xid, op, &e.to_string()) {
                     Flow::Close => return Some(Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}"))),
