@@ -5,10 +5,8 @@
 //!   the sessions spread over the three members in turn, rounds alternating between the two
 //!   clusters; ratios are medians of per-round ratios; with `--java`, each again through
 //!   Apache ZooKeeper's Java client (`java_load`);
-//! - leader kill to the first acknowledged write: one client already connected to each
-//!   surviving member; the leader is SIGKILLed, then both clients create until one create is
-//!   acknowledged (reconnecting when their server drops them); `--rounds` kills each, the
-//!   clusters alternating, the killed member restarted before the next round;
+//! - leader kill to the first acknowledged write (`failover`): `--rounds` kills each, the
+//!   clusters alternating, and `--failover-rounds` more of the testkeeper cluster alone;
 //! - in-process start to a leader: `TestKeeperCluster::start(3)` to `await_leader`, against
 //!   Curator's `TestingCluster(3)` to the first `srvr` that says `Mode: leader`, inside one
 //!   JVM (`ClusterStart.java`, Debian's libcurator-test-java), when it is installed.
@@ -20,12 +18,9 @@ use serde_json::{json, Value};
 use testkeeper_server::cluster::embed::TestKeeperCluster;
 use testkeeper_server::config::ServerConfig;
 use testkeeper_server::core::flavor::Flavor;
-use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
-use testkeeper_wire::records::create::create_mode;
-use testkeeper_wire::{Acl, ZkError};
-use tokio::sync::{mpsc, watch};
 
-use super::ensemble::{Ensemble, Kind, SIZE};
+use super::ensemble::{Ensemble, Kind};
+use super::failover;
 use super::java_load::{java_rounds, JavaLoad};
 use super::load::{self, LoadConfig};
 use super::mix::Mix;
@@ -37,8 +32,6 @@ const CURATOR_TEST_JAR: &str = "/usr/share/java/curator-test.jar";
 /// Classpath of `ClusterStart.java` besides curator-test (zookeeper.jar's manifest brings the rest).
 const CURATOR_CP: [&str; 3] =
     ["/usr/share/java/zookeeper.jar", "/usr/share/java/guava.jar", "/usr/share/java/slf4j-nop.jar"];
-/// Longest a failover may take before the round counts as failed.
-const FAILOVER_LIMIT: Duration = Duration::from_secs(60);
 
 /// What `--cluster` runs.
 #[derive(Debug, Clone)]
@@ -53,6 +46,8 @@ pub struct ClusterPlan {
     pub seed: u64,
     /// Run each workload with the Java client too.
     pub java: bool,
+    /// Leader kills of the testkeeper cluster alone after the paired rounds (`failover`).
+    pub failover_rounds: usize,
 }
 
 /// Runs the whole comparison and returns its JSON.
@@ -104,7 +99,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
             workloads.push(w);
         }
     }
-    let failover = failovers(&mut clusters, plan).await?;
+    let failover = failover::failovers(&mut clusters, plan).await?;
     drop(clusters);
     let start = starts(plan.rounds.max(3), seed).await?;
     let leaders = json!({ "testkeeper": leaders[0], "zookeeper": leaders[1] });
@@ -188,121 +183,6 @@ async fn throughput(shape: &Shape<'_>) -> Result<Value, WorkloadError> {
         out["p99_ratio"].as_f64().unwrap_or(0.0)
     );
     Ok(out)
-}
-
-/// `--rounds` leader kills per cluster, alternating; milliseconds from the kill to the first
-/// acknowledged write.
-async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Result<Value, String> {
-    let mut ms = [Vec::new(), Vec::new()];
-    for r in 0..plan.rounds {
-        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            // A cluster that does not recover within the limit is a result to report (a `null`
-            // in the JSON, left out of the medians), not a reason to lose the rest of the run.
-            match failover(&mut clusters[i], plan.seed, r).await? {
-                Some(took) => {
-                    ms[i].push(took.as_secs_f64() * 1e3);
-                    println!(
-                        "  failover round {r} {:<10} kill to first acknowledged write {:>7.1} ms",
-                        clusters[i].label, ms[i][r]
-                    );
-                }
-                None => {
-                    ms[i].push(f64::NAN);
-                    println!(
-                        "  failover round {r} {:<10} NO write acknowledged within {FAILOVER_LIMIT:?} of the kill \
-                         (the cluster did not recover: report it with --seed {})",
-                        clusters[i].label, plan.seed
-                    );
-                }
-            }
-        }
-    }
-    let ratio = median(&ms[0].iter().zip(&ms[1]).map(|(a, b)| a / b).collect::<Vec<_>>());
-    println!(
-        "  failover: testkeeper median {:.1} ms, zookeeper median {:.1} ms, ratio x{ratio:.3}",
-        median(&ms[0]),
-        median(&ms[1])
-    );
-    Ok(json!({
-        "testkeeper_ms": ms[0], "zookeeper_ms": ms[1],
-        "testkeeper_median_ms": median(&ms[0]), "zookeeper_median_ms": median(&ms[1]), "ratio": ratio,
-    }))
-}
-
-/// Kills the leader of `e` and times the first acknowledged create through a survivor; then
-/// restarts the killed member and waits until the cluster is whole again. `None`: no write was
-/// acknowledged within [`FAILOVER_LIMIT`].
-async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Duration>, String> {
-    let leader = tokio::task::block_in_place(|| e.await_whole())?;
-    let survivors = e.followers(leader);
-    let prefix = format!("/bench-failover-{seed:016x}-{round}");
-    let first = connect(survivors[0]).await?;
-    // A member restarted by the round before may still be catching up (an in-memory one
-    // installs the leader's snapshot, which can cut a connection made meanwhile): the parent
-    // is written the way a client would, retried on connection loss.
-    let parent = write_until_acknowledged(survivors[0], Some(first.clone()), &prefix);
-    if tokio::time::timeout(FAILOVER_LIMIT, parent).await.is_err() {
-        return Err(format!("{prefix}: not acknowledged within {FAILOVER_LIMIT:?} before the kill"));
-    }
-    let first = if first.is_closed() { connect(survivors[0]).await? } else { first };
-    let (go_tx, go_rx) = watch::channel(false);
-    let (done_tx, mut done_rx) = mpsc::channel(SIZE);
-    let mut tasks = Vec::new();
-    for (n, addr) in survivors.into_iter().enumerate() {
-        // A connection that fails now is made again by the writer after the kill.
-        let client = if n == 0 { Some(first.clone()) } else { connect(addr).await.ok() };
-        let (mut go, done, prefix) = (go_rx.clone(), done_tx.clone(), prefix.clone());
-        tasks.push(tokio::spawn(async move {
-            let _ = go.wait_for(|g| *g).await;
-            write_until_acknowledged(addr, client, &format!("{prefix}/c{n}")).await;
-            let _ = done.send(Instant::now()).await;
-        }));
-    }
-    let killed_at = Instant::now();
-    tokio::task::block_in_place(|| e.kill(leader));
-    let _ = go_tx.send(true);
-    let acknowledged = tokio::time::timeout(FAILOVER_LIMIT, done_rx.recv()).await;
-    for t in &tasks {
-        t.abort();
-    }
-    let at = acknowledged.ok().flatten();
-    tokio::task::block_in_place(|| e.restart(leader))?;
-    Ok(at.map(|at| at - killed_at))
-}
-
-async fn connect(addr: SocketAddr) -> Result<std::sync::Arc<Client>, String> {
-    let c = tokio::time::timeout(Duration::from_secs(2), Client::connect(addr, ConnectOptions::default()))
-        .await
-        .map_err(|_| format!("connect {addr}: timed out"))?
-        .map_err(|err| format!("connect {addr}: {err}"))?;
-    Ok(std::sync::Arc::new(c))
-}
-
-/// Creates `path` through `addr` until a create is acknowledged (NODEEXISTS too: an earlier
-/// try went through), reconnecting whenever the connection is gone.
-async fn write_until_acknowledged(addr: SocketAddr, mut client: Option<std::sync::Arc<Client>>, path: &str) {
-    loop {
-        let c = match client.take() {
-            Some(c) if !c.is_closed() => c,
-            _ => match connect(addr).await {
-                Ok(c) => c,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    continue;
-                }
-            },
-        };
-        let acl = Acl::open();
-        let call = c.create(path, b"", &acl, create_mode::PERSISTENT);
-        if let Ok(Ok(_) | Err(ClientError::Zk(ZkError::NodeExists))) =
-            tokio::time::timeout(Duration::from_secs(5), call).await
-        {
-            return;
-        }
-        client = Some(c);
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 /// In-process start of a 3-node cluster to its first leader: ours, and Curator's.

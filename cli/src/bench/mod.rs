@@ -25,6 +25,7 @@
 
 mod cluster;
 mod ensemble;
+mod failover;
 mod floor;
 mod java_load;
 mod launch;
@@ -136,6 +137,10 @@ pub struct BenchArgs {
     /// (scripts/bench-java/LoadGen.java, compiled with javac against Debian's zookeeper.jar).
     #[arg(long, requires = "cluster")]
     pub java: bool,
+    /// With --cluster: this many more leader kills of the testkeeper cluster alone, after the
+    /// paired --rounds, for the p50, p99 and max of its write gap.
+    #[arg(long, default_value_t = 0, requires = "cluster")]
+    pub failover_rounds: usize,
     /// Session counts of --cluster's workloads, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,32")]
     pub cluster_sessions: Vec<usize>,
@@ -206,6 +211,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             value_size: cfg.value_size,
             seed,
             java: args.java,
+            failover_rounds: args.failover_rounds,
         };
         println!(
             "bench --cluster: seed {seed}, sessions {:?} x {} in flight, {} ops/round, {} round(s)",
