@@ -698,10 +698,13 @@ def floor_lines(f):
             f"by `fdatasync` (median {f['fdatasync_us_median']:.0f} µs, p99 {f['fdatasync_us_p99']:.0f} µs): no server "
             f"answers a durable write faster than their sum, {f['floor_ops_per_sec']:.0f} ops/s. Durable testkeeper "
             f"reached {f['durable_ops_per_sec']:.0f} ops/s, **{f['ratio']:.2f}x of the floor** (issue 30 asks 0.8x). "
-            f"The gap is sled's flush: the durable server's `mntr` read {f.get('durable_flush_ms_avg') or 0:.2f} ms per "
-            f"flush on average (`zk_avg_fsynctime`) where the bare `fdatasync` took {f['fdatasync_us_median'] / 1e3:.2f} "
-            "ms; and that flush is `sync_file_range`, a weaker promise than the floor's `fdatasync` (it survives a "
-            "killed process, not necessarily a power loss).\n"]
+            f"The durable server's `mntr` read {f.get('durable_flush_ms_avg') or 0:.2f} ms per flush on average "
+            f"(`zk_avg_fsynctime`: moving the staged records into sled and its flush, a `pwrite` and a "
+            f"`sync_file_range`) where the bare `fdatasync` took {f['fdatasync_us_median'] / 1e3:.2f} ms. That flush is "
+            "`sync_file_range`, a weaker promise than the floor's `fdatasync`: it survives a killed process, not "
+            "necessarily a power loss. Until d7b0330 every flush also moved the hard state into sled, a second key: "
+            "sled then wrote a batch manifest and the records as two buffers, each with its own `sync_file_range`, "
+            "and the report run before it measured 0.70x of the floor.\n"]
 
 
 def durability_sections(durable, baseline, start, commit):
