@@ -30,8 +30,8 @@ pub async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Resu
     for r in 0..plan.rounds {
         let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            let took = timed(&mut clusters[i], plan.seed, r).await?;
-            ms[i].push(took);
+            let took = failover(&mut clusters[i], plan.seed, r).await?;
+            ms[i].push(reported(clusters[i].label, plan.seed, r, took));
         }
     }
     let ratio = median(&ms[0].iter().zip(&ms[1]).map(|(a, b)| a / b).collect::<Vec<_>>());
@@ -42,7 +42,8 @@ pub async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Resu
     );
     let mut alone = Vec::new();
     for r in plan.rounds..plan.rounds + plan.failover_rounds {
-        alone.push(timed(&mut clusters[0], plan.seed, r).await?);
+        let took = failover(&mut clusters[0], plan.seed, r).await?;
+        alone.push(reported(clusters[0].label, plan.seed, r, took));
     }
     let (failed, gaps) = quantiles(&alone);
     if !alone.is_empty() {
@@ -69,25 +70,20 @@ fn quantiles(ms: &[f64]) -> (usize, Value) {
     (ms.len() - done.len(), json!({ "p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0) }))
 }
 
-/// One round of [`failover`], printed; NaN for a cluster that did not recover in time.
-async fn timed(e: &mut Ensemble, seed: u64, round: usize) -> Result<f64, String> {
-    // A cluster that does not recover within the limit is a result to report (a `null` in the
-    // JSON, left out of the medians), not a reason to lose the rest of the run.
-    match failover(e, seed, round).await? {
-        Some(took) => {
-            let ms = took.as_secs_f64() * 1e3;
-            println!("  failover round {round} {:<10} kill to first acknowledged write {ms:>7.1} ms", e.label);
-            Ok(ms)
-        }
-        None => {
-            println!(
-                "  failover round {round} {:<10} NO write acknowledged within {FAILOVER_LIMIT:?} of the kill \
-                 (the cluster did not recover: report it with --seed {seed})",
-                e.label
-            );
-            Ok(f64::NAN)
-        }
-    }
+/// One round's write gap in ms, printed; NaN for a cluster that did not recover in time (a
+/// result to report, a `null` in the JSON left out of the medians, not a reason to lose the
+/// rest of the run).
+fn reported(label: &str, seed: u64, round: usize, took: Option<Duration>) -> f64 {
+    let Some(took) = took else {
+        println!(
+            "  failover round {round} {label:<10} NO write acknowledged within {FAILOVER_LIMIT:?} of the kill \
+             (the cluster did not recover: report it with --seed {seed})"
+        );
+        return f64::NAN;
+    };
+    let ms = took.as_secs_f64() * 1e3;
+    println!("  failover round {round} {label:<10} kill to first acknowledged write {ms:>7.1} ms");
+    ms
 }
 
 /// Kills the leader of `e` and times the first acknowledged create through a survivor; then
