@@ -6,7 +6,8 @@
 //!
 //! The mix is `testkeeper bench`'s default (create 10, get 50, set 20, delete 10, multi 5,
 //! list 5) over its 256 keys of 100 B (list returns them all), 16 requests a batch, as one of
-//! its 8 x 16 sessions sends them; an iteration is 64 batches. Run with `cargo bench -p testkeeper-server --bench engine` (about 20 s).
+//! its 8 x 16 sessions sends them; an iteration is 64 batches. Run with
+//! `cargo bench -p testkeeper-server --bench engine` (about 20 s).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -7,11 +7,11 @@
 //! | `m/meta` | the server's metadata ([`Meta`]) + CRC-32 |
 //!
 //! The guards sled needs (its own README calls it beta, and abrupt stops have corrupted it):
-//! entries (and the hard state with them, when it changed) go into sled in one write; an entry counts as durable
-//! only after a `flush` that started after that batch; every value carries our own
-//! checksum; and on open the indexes must be contiguous, every record must verify (a torn last
-//! record is dropped with a warning, anything else refuses to start), and the commit index
-//! must lie inside the log.
+//! entries (and the hard state with them, when it changed) go into sled in one write; an
+//! entry counts as durable only after a `flush` that started after that write; every value
+//! carries our own checksum; and on open the indexes must be contiguous, every record must
+//! verify (a torn last record is dropped with a warning, anything else refuses to start), and
+//! the commit index must lie inside the log.
 //!
 //! The hard state is written with appended entries only when its term or vote changed, and
 //! by every append of no entries (Raft's own hard-state updates), compaction and reset. A
