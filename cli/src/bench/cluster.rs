@@ -99,7 +99,7 @@ pub async fn run(plan: &ClusterPlan) -> Result<Value, String> {
             workloads.push(w);
         }
     }
-    let failover = failover::failovers(&mut clusters, plan).await?;
+    let failover = failover::failovers(&mut clusters, plan).await.map_err(|e| e.to_string())?;
     drop(clusters);
     let start = starts(plan.rounds.max(3), seed).await?;
     let leaders = json!({ "testkeeper": leaders[0], "zookeeper": leaders[1] });

@@ -21,11 +21,31 @@ use super::stats::{median, quantile};
 
 /// Longest a failover may take before the round counts as failed.
 const FAILOVER_LIMIT: Duration = Duration::from_secs(60);
+/// Longest a client's connect to a member may take.
+const CONNECT_LIMIT: Duration = Duration::from_secs(2);
+
+/// Why leader kills could not be timed. A cluster that does not recover after a kill is not
+/// one of these: that is the round's result (no write within [`FAILOVER_LIMIT`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FailoverError {
+    /// The cluster was not whole before a kill, or its killed member did not start again.
+    #[error("{cluster}: {why}")]
+    Ensemble { cluster: &'static str, why: String },
+    /// A member that survives the kill did not take a connection in time.
+    #[error("connect {addr}: timed out after {within:?}")]
+    ConnectTimedOut { addr: SocketAddr, within: Duration },
+    /// A member that survives the kill refused the connection.
+    #[error("connect {addr}: {source}")]
+    Connect { addr: SocketAddr, source: ClientError },
+    /// The round's parent node was not written before the kill.
+    #[error("{path}: not acknowledged within {within:?} before the kill")]
+    NotAcknowledged { path: String, within: Duration },
+}
 
 /// `--rounds` leader kills per cluster, alternating; milliseconds from the kill to the first
 /// acknowledged write. Then `--failover-rounds` more kills of the testkeeper cluster alone,
 /// for the quantiles of its write gap (a p99 of five rounds would be their maximum).
-pub async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Result<Value, String> {
+pub async fn failovers(clusters: &mut [Ensemble; 2], plan: &ClusterPlan) -> Result<Value, FailoverError> {
     let mut ms = [Vec::new(), Vec::new()];
     for r in 0..plan.rounds {
         let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -89,8 +109,10 @@ fn reported(label: &str, seed: u64, round: usize, took: Option<Duration>) -> f64
 /// Kills the leader of `e` and times the first acknowledged create through a survivor; then
 /// restarts the killed member and waits until the cluster is whole again. `None`: no write was
 /// acknowledged within [`FAILOVER_LIMIT`].
-async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Duration>, String> {
-    let leader = tokio::task::block_in_place(|| e.await_whole())?;
+async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Duration>, FailoverError> {
+    let cluster = e.label;
+    let leader =
+        tokio::task::block_in_place(|| e.await_whole()).map_err(|why| FailoverError::Ensemble { cluster, why })?;
     let survivors = e.followers(leader);
     let prefix = format!("/bench-failover-{seed:016x}-{round}");
     let first = connect(survivors[0]).await?;
@@ -99,7 +121,7 @@ async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Du
     // is written the way a client would, retried on connection loss.
     let parent = write_until_acknowledged(survivors[0], Some(first.clone()), &prefix);
     if tokio::time::timeout(FAILOVER_LIMIT, parent).await.is_err() {
-        return Err(format!("{prefix}: not acknowledged within {FAILOVER_LIMIT:?} before the kill"));
+        return Err(FailoverError::NotAcknowledged { path: prefix, within: FAILOVER_LIMIT });
     }
     let first = if first.is_closed() { connect(survivors[0]).await? } else { first };
     let (go_tx, go_rx) = watch::channel(false);
@@ -123,15 +145,15 @@ async fn failover(e: &mut Ensemble, seed: u64, round: usize) -> Result<Option<Du
         t.abort();
     }
     let at = acknowledged.ok().flatten();
-    tokio::task::block_in_place(|| e.restart(leader))?;
+    tokio::task::block_in_place(|| e.restart(leader)).map_err(|why| FailoverError::Ensemble { cluster, why })?;
     Ok(at.map(|at| at - killed_at))
 }
 
-async fn connect(addr: SocketAddr) -> Result<std::sync::Arc<Client>, String> {
-    let c = tokio::time::timeout(Duration::from_secs(2), Client::connect(addr, ConnectOptions::default()))
+async fn connect(addr: SocketAddr) -> Result<std::sync::Arc<Client>, FailoverError> {
+    let c = tokio::time::timeout(CONNECT_LIMIT, Client::connect(addr, ConnectOptions::default()))
         .await
-        .map_err(|_| format!("connect {addr}: timed out"))?
-        .map_err(|err| format!("connect {addr}: {err}"))?;
+        .map_err(|_| FailoverError::ConnectTimedOut { addr, within: CONNECT_LIMIT })?
+        .map_err(|source| FailoverError::Connect { addr, source })?;
     Ok(std::sync::Arc::new(c))
 }
 
