@@ -16,25 +16,12 @@ use testkeeper_server::core::state::{State, StateOptions};
 use testkeeper_server::core::watches::{WatchKind, Watches};
 use testkeeper_wire::frame::{put_request, split_frame, DEFAULT_MAX_FRAME};
 use testkeeper_wire::jute::{Decode, Reader};
-use testkeeper_wire::records::create::CreateRequest;
-use testkeeper_wire::records::data::{DeleteRequest, GetDataRequest, SetDataRequest};
+use testkeeper_wire::records::data::GetDataRequest;
 use testkeeper_wire::records::header::RequestHeader;
-use testkeeper_wire::{Acl, CreateOp, OpCode, Request};
+use testkeeper_wire::Request;
 
-const VALUE: [u8; 100] = [7; 100];
-
-fn create(path: &str) -> Request {
-    let req = CreateRequest { path: path.into(), data: Some(VALUE.to_vec()), acl: Acl::open(), flags: 0 };
-    Request::Create(CreateOp { op: OpCode::Create, req, ttl: 0 })
-}
-
-fn set(path: &str) -> Request {
-    Request::SetData(SetDataRequest { path: path.into(), data: Some(VALUE.to_vec()), version: -1 })
-}
-
-fn delete(path: &str) -> Request {
-    Request::Delete(DeleteRequest { path: path.into(), version: -1 })
-}
+mod requests;
+use requests::{create, delete, set};
 
 /// The state machine driven as the engine drives it in memory: propose, then apply one entry.
 struct Machine {

@@ -21,24 +21,20 @@ use testkeeper_server::engine::backlog::Backlog;
 use testkeeper_server::engine::{Engine, Handshake, Out, Shared};
 use testkeeper_wire::records::children::GetChildrenRequest;
 use testkeeper_wire::records::connect::ConnectRequest;
-use testkeeper_wire::records::create::CreateRequest;
-use testkeeper_wire::records::data::{DeleteRequest, GetDataRequest, SetDataRequest};
-use testkeeper_wire::{Acl, CreateOp, OpCode, Request};
+use testkeeper_wire::records::data::GetDataRequest;
+use testkeeper_wire::Request;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+mod requests;
+use requests::{create, delete, set};
 
 const KEYS: u64 = 256;
 const BATCH: usize = 16;
 /// Batches per measured iteration: long enough that the timer's own cost is noise.
 const BATCHES: usize = 64;
-const VALUE: [u8; 100] = [7; 100];
 
 fn key(k: u64) -> String {
     format!("/bench/k{k}")
-}
-
-fn create(path: String) -> Request {
-    let req = CreateRequest { path, data: Some(VALUE.to_vec()), acl: Acl::open(), flags: 0 };
-    Request::Create(CreateOp { op: OpCode::Create, req, ttl: 0 })
 }
 
 /// The `n`-th request of the mix: a fixed sequence (a linear congruential draw), so two builds
@@ -47,14 +43,14 @@ fn request(n: u64) -> Request {
     let r = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407) >> 33;
     let (pick, k) = (r % 100, (r / 100) % KEYS);
     match pick {
-        0..10 => create(key(k)),
+        0..10 => create(&key(k)),
         10..60 => Request::GetData(GetDataRequest { path: key(k), watch: false }),
-        60..80 => Request::SetData(SetDataRequest { path: key(k), data: Some(VALUE.to_vec()), version: -1 }),
-        80..90 => Request::Delete(DeleteRequest { path: key(k), version: -1 }),
-        90..95 => Request::Multi(vec![
-            create(format!("/bench/m{n}")),
-            Request::Delete(DeleteRequest { path: format!("/bench/m{n}"), version: -1 }),
-        ]),
+        60..80 => set(&key(k)),
+        80..90 => delete(&key(k)),
+        90..95 => {
+            let path = format!("/bench/m{n}");
+            Request::Multi(vec![create(&path), delete(&path)])
+        }
         _ => Request::GetChildren(GetChildrenRequest { path: "/bench".into(), watch: false }),
     }
 }
@@ -88,9 +84,9 @@ impl Rig {
             conn
         };
         let mut rig = Rig { shared, conn, rx, next: 0 };
-        rig.batch(vec![create("/bench".into())]);
+        rig.batch(vec![create("/bench")]);
         // Half the keys exist, as in a bench run that has been going for a while.
-        rig.batch((0..KEYS).step_by(2).map(|k| create(key(k))).collect());
+        rig.batch((0..KEYS).step_by(2).map(|k| create(&key(k))).collect());
         rig
     }
 
