@@ -1,36 +1,43 @@
 //! One client connection: four-letter word or handshake on the first bytes, then the request
-//! loop (`link`), then its last writes (`writer`). Every way a client can send bad bytes
-//! (malformed frame, short body, oversized length, unknown opcode in keeper flavor) ends here
-//! with a log line and a closed socket; the engine and every other session are untouched.
-//! Before the handshake, reads are bounded in time (`opening`); after it, the connection is
-//! read only while its reply queue has room (`engine::backlog`), so a client that never reads
-//! its replies stops being read.
+//! loop. Every way a client can send bad bytes (malformed frame, short body, oversized length,
+//! unknown opcode in keeper flavor) ends here with a log line and a closed socket; the engine
+//! and every other session are untouched. Before the handshake, reads are bounded in time
+//! (`opening`); after it, the connection is read only while its reply queue has room
+//! (`engine::backlog`), so a client that never reads its replies stops being read.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use testkeeper_wire::frame::four_letter_word;
+use testkeeper_wire::frame::{four_letter_word, split_frame};
 use testkeeper_wire::jute::{Decode, Reader};
-use testkeeper_wire::net::Stream;
+use testkeeper_wire::net::{ReadHalf, Stream};
 use testkeeper_wire::rawstr::Invalid;
 use testkeeper_wire::records::connect::ConnectRequest;
 use testkeeper_wire::records::header::RequestHeader;
 use testkeeper_wire::{DecodeError, Request};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, watch};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, warn};
 
 use super::admission::Permit;
-use super::link::{Link, Stop};
 use super::opening::{self, Opening};
-use super::outbox::Outbox;
 use super::writer;
 use crate::core::flavor::Flavor;
 use crate::engine::backlog::Backlog;
 use crate::engine::stats::NetCounters;
-use crate::engine::{Handshake, Shared};
+use crate::engine::{Flow, Handshake, Shared};
 use crate::fourlw;
+
+/// Why reading stopped.
+enum Stop {
+    Eof,
+    /// The server closed it after a request (close, auth failure, unknown op in keeper flavor).
+    Closed,
+    Shutdown,
+    Bad(String),
+}
 
 /// Ends a connection that stopped before its handshake completed, with a log line that says why.
 fn opening_failed(shared: &Shared, peer: SocketAddr, why: opening::Stop) {
@@ -103,8 +110,10 @@ pub async fn run(
         }
     };
     buf.advance(n);
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let backlog = Backlog::new(shared.cfg.limits.reply_queue_bytes);
+    let (closed_tx, mut closed_rx) = oneshot::channel();
+    tokio::spawn(writer::run(wr, rx, backlog.clone(), closed_tx));
     // The engine queues the handshake response itself (a new session's once its entry
     // commits), ahead of anything else for this connection.
     let (conn, handshake) = {
@@ -112,7 +121,6 @@ pub async fn run(
         let conn = engine.add_conn(peer, tx, backlog.clone());
         (conn, engine.connect(conn, &req))
     };
-    let mut outbox = Outbox::default();
     if handshake != Handshake::Accept {
         if let Handshake::Refuse(why) = handshake {
             debug!(%peer, why, "handshake refused");
@@ -120,63 +128,25 @@ pub async fn run(
         let mut engine = shared.engine();
         engine.conns.close(conn);
         engine.disconnect(conn);
-        drop(engine);
-        tokio::spawn(writer::finish(wr, rx, backlog, outbox));
         return;
     }
-    let mut wr = wr;
-    let mut link = Link {
-        rd: &mut rd,
-        wr: &mut wr,
-        rx: &mut rx,
-        outbox: &mut outbox,
-        buf: &mut buf,
-        shared: &shared,
-        conn,
-        backlog: &backlog,
-    };
-    let reason = link.serve(&mut stop).await;
-    let written = match reason {
-        Stop::Bad(why) => {
-            warn!(%peer, %why, "closing connection");
-            None
-        }
-        Stop::Eof => {
-            debug!(%peer, "client closed the connection");
-            None
-        }
-        Stop::Closed => {
-            debug!(%peer, "connection closed by the server");
-            None
-        }
-        Stop::Shutdown => {
-            debug!(%peer, "server shutting down");
-            None
-        }
-        Stop::Written(end) => {
-            debug!(%peer, "connection's writing ended (closed, reset or failed)");
-            Some(end)
-        }
-    };
-    {
-        let mut engine = shared.engine();
-        engine.conns.close(conn);
-        engine.disconnect(conn);
+    let mut link = Link { rd: &mut rd, buf: &mut buf, shared: &shared, conn, backlog: &backlog };
+    let reason = link.serve(&mut stop, &mut closed_rx).await;
+    match reason {
+        Stop::Bad(why) => warn!(%peer, %why, "closing connection"),
+        Stop::Eof => debug!(%peer, "client closed the connection"),
+        Stop::Closed => debug!(%peer, "connection closed by the server"),
+        Stop::Shutdown => debug!(%peer, "server shutting down"),
     }
-    match written {
-        // Nothing more goes out; the read half goes with this task.
-        Some(end) => writer::close(wr, end).await,
-        // What the engine queued before the close still goes out, in order.
-        None => {
-            tokio::spawn(writer::finish(wr, rx, backlog, outbox));
-        }
-    }
+    let mut engine = shared.engine();
+    engine.conns.close(conn);
+    engine.disconnect(conn);
 }
 
 /// Decodes one request frame body (after the length prefix). Strings' bytes that are not
 /// UTF-8 are kept (keeper flavor: Keeper keeps a path's bytes) or become U+FFFD (zookeeper
 /// flavor, as ZooKeeper's Java decoding makes them); `testkeeper_wire::rawstr`.
-pub(super) fn decode(frame: &[u8], flavor: Flavor) -> Decoded {
+fn decode(frame: &[u8], flavor: Flavor) -> Decoded {
     let mut r = Reader::new(frame);
     let h = match RequestHeader::decode(&mut r) {
         Ok(h) => h,
@@ -195,7 +165,7 @@ pub(super) fn decode(frame: &[u8], flavor: Flavor) -> Decoded {
 }
 
 /// One frame, decoded.
-pub(super) enum Decoded {
+enum Decoded {
     /// A request (xid, request).
     Req(i32, Request),
     /// An opcode the codec has no request for: xid, opcode, the body.
@@ -204,4 +174,103 @@ pub(super) enum Decoded {
     Malformed(i32, i32, DecodeError),
     /// Not even a header, or a bad length prefix.
     BadFrame(DecodeError),
+}
+
+/// The request loop of one connection that has a session.
+struct Link<'a> {
+    rd: &'a mut ReadHalf,
+    buf: &'a mut BytesMut,
+    shared: &'a Shared,
+    conn: u64,
+    backlog: &'a Backlog,
+}
+
+impl Link<'_> {
+    /// Frames and decodes everything buffered, onto `pending`.
+    fn decode_buffered(&mut self, pending: &mut VecDeque<Decoded>) {
+        let max = self.shared.cfg.max_frame;
+        loop {
+            match split_frame(self.buf, max) {
+                Ok(Some(n)) => {
+                    pending.push_back(decode(&self.buf[4..n], self.shared.cfg.flavor));
+                    self.buf.advance(n);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    pending.push_back(Decoded::BadFrame(DecodeError::Malformed(
+                        if matches!(e, testkeeper_wire::frame::FrameError::Negative(_)) {
+                            "negative frame length"
+                        } else {
+                            "frame larger than the maximum"
+                        },
+                    )));
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Hands `pending` to the engine under one lock, until it is empty or the connection's
+    /// reply queue is full (what is left waits for the writer).
+    fn handle(&mut self, pending: &mut VecDeque<Decoded>) -> Option<Stop> {
+        let mut engine = self.shared.engine();
+        let conn = self.conn;
+        while !engine.conns.out_full(conn) {
+            let Some(item) = pending.pop_front() else { break };
+            let flow = match item {
+                Decoded::Req(xid, req) => engine.handle(conn, xid, req),
+                Decoded::Unknown(xid, op, body) => engine.internal_op(conn, xid, op, &body),
+                Decoded::Malformed(xid, op, e) => match engine.malformed(conn, xid, op, &e.to_string()) {
+                    Flow::Close => return Some(Stop::Bad(format!("malformed request (xid {xid}, op {op}): {e}"))),
+                    flow => flow,
+                },
+                Decoded::BadFrame(e) => return Some(Stop::Bad(format!("malformed frame: {e}"))),
+            };
+            if flow == Flow::Close {
+                return Some(Stop::Closed);
+            }
+        }
+        None
+    }
+
+    async fn serve(&mut self, stop: &mut watch::Receiver<bool>, closed: &mut oneshot::Receiver<()>) -> Stop {
+        // Everything already buffered is handled under one lock: pipelined requests cost one
+        // lock and, through the writer, one write.
+        let mut pending = VecDeque::new();
+        loop {
+            if pending.is_empty() {
+                self.decode_buffered(&mut pending);
+            }
+            if !pending.is_empty() {
+                if let Some(stop) = self.handle(&mut pending) {
+                    return stop;
+                }
+            }
+            if !pending.is_empty() || self.backlog.is_full(0) {
+                // Backpressure: read nothing more until the writer has written enough; the
+                // client's unread replies then fill TCP's window, not our memory.
+                if self.backlog.is_full(0) {
+                    NetCounters::bump(&self.shared.net.reads_paused);
+                }
+                tokio::select! {
+                    // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                    biased;
+                    () = self.backlog.room() => continue,
+                    _ = stop.changed() => return Stop::Shutdown,
+                    _ = &mut *closed => return Stop::Eof,
+                }
+            }
+            tokio::select! {
+                // In order, never at random: a seeded simulation must replay (docs/sim.md).
+                biased;
+                r = self.rd.read_buf(self.buf) => match r {
+                    Ok(0) => return if self.buf.is_empty() { Stop::Eof } else { Stop::Bad("connection closed inside a frame".into()) },
+                    Ok(_) => {}
+                    Err(e) => return Stop::Bad(format!("read error: {e}")),
+                },
+                _ = stop.changed() => return Stop::Shutdown,
+                _ = &mut *closed => return Stop::Eof,
+            }
+        }
+    }
 }

@@ -1,23 +1,19 @@
-//! The network shell: a listener that accepts connections, and one task per connection that
-//! frames, decodes and hands requests to the engine and writes what the engine queued for it
-//! (a second task writes the last of it once the connection stops reading). A bad frame
-//! closes only its own connection. The engine is reached through `engine::Shared`.
+//! The network shell: a listener that accepts connections, and one task pair per connection
+//! (a reader that frames, decodes and hands requests to the engine; a writer that drains the
+//! connection's outgoing queue). A bad frame closes only its own connection. The engine is
+//! reached through `engine::Shared`.
 //!
 //! # Layout
 //! - `listener`: accept loop (limits, backoff when accept fails) and server-wide shutdown.
 //! - `admission`: open connections in total and per client IP.
 //! - `opening`: the handshake deadline and the session-less idle bound.
-//! - `conn`: one connection: four-letter words, handshake, then the two below.
-//! - `link`: the request loop: reads, hands to the engine, writes (backpressure).
-//! - `outbox`: what a connection took off its queue and has not written, fault markers kept.
-//! - `writer`: the last writes after the loop, and the socket's end (FIN or reset).
+//! - `conn`: one connection: four-letter words, handshake, request loop (backpressure).
+//! - `writer`: the outgoing half, batching queued frames into few writes.
 
 pub mod admission;
 pub mod conn;
-mod link;
 pub mod listener;
 pub mod opening;
-mod outbox;
 mod writer;
 
 use std::sync::Arc;

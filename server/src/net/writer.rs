@@ -1,66 +1,84 @@
-//! A connection's last writes, after its request loop (`link`) has ended: what the engine
-//! still queues for it (the replies to requests already handed over, then the close the
-//! connection's end queues) is written in order, fault markers honoured, and the socket is
-//! closed. It runs as a task of its own so that a client which never reads its last replies
-//! holds no connection slot and no reader.
+//! The writing half of a connection: drains the queue the engine fills, coalescing everything
+//! already queued into one write, and closes the socket when told. Fault markers in the queue
+//! are honoured in order: a delay holds everything queued after it, a reset aborts the socket.
+//! What it has written it takes off the connection's backlog, which lets a paused reader on.
 
 use std::sync::Arc;
 
+use bytes::{Bytes, BytesMut};
 use testkeeper_wire::net::WriteHalf;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
 
-use super::outbox::Outbox;
 use crate::engine::backlog::Backlog;
 use crate::engine::Out;
 
-/// How a connection's writing ends.
-pub enum End {
-    /// With a FIN, once the queue is written.
-    Shutdown,
-    /// With a TCP reset (a `reset` fault).
-    Reset,
-}
-
-/// Writes `outbox`, then everything queued after it, until a close or reset marker or the
-/// engine's end of the queue; then ends the socket.
-pub async fn finish(mut wr: WriteHalf, mut rx: UnboundedReceiver<Out>, backlog: Arc<Backlog>, mut outbox: Outbox) {
-    let end = loop {
-        let bytes = outbox.bytes();
-        if !bytes.is_empty() {
-            let n = bytes.len();
-            let written = wr.write_all(bytes).await;
-            // Written or lost with the socket: either way no longer queued.
-            backlog.written(n);
-            outbox.advance(n);
-            if written.is_err() {
-                break End::Shutdown;
+/// Runs until the queue closes or an `Out::Close` (or `Out::Reset`) arrives; then signals `closed`.
+pub async fn run(
+    mut wr: WriteHalf,
+    mut rx: UnboundedReceiver<Out>,
+    backlog: Arc<Backlog>,
+    closed: oneshot::Sender<()>,
+) {
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut reset = false;
+    'outer: while let Some(first) = rx.recv().await {
+        let (mut close, mut delay) = (false, None);
+        // The engine hands over a whole batch as one `Frame`; when it is alone in the queue it
+        // is written as is, without the copy into `buf` that coalescing several needs.
+        let mut single: Option<Bytes> = None;
+        let mut next = Some(first);
+        let mut bytes = 0;
+        while let Some(out) = next {
+            if let Out::Frame(b) = &out {
+                bytes += b.len();
             }
-        }
-        match outbox.due_marker() {
-            Some(Out::Close) => break End::Shutdown,
-            Some(Out::Reset) => break End::Reset,
-            Some(Out::Delay(d)) => tokio::time::sleep(d).await,
-            Some(Out::Frame(_)) => unreachable!("frames join the outbox's bytes"),
-            None => match rx.recv().await {
-                Some(out) => {
-                    outbox.push(out);
-                    outbox.take_queued(&mut rx);
+            match out {
+                Out::Frame(b) if buf.is_empty() && single.is_none() => single = Some(b),
+                Out::Frame(b) => {
+                    if let Some(s) = single.take() {
+                        buf.extend_from_slice(&s);
+                    }
+                    buf.extend_from_slice(&b);
                 }
-                None => break End::Shutdown,
-            },
+                Out::Close => {
+                    close = true;
+                    break;
+                }
+                Out::Reset => {
+                    (close, reset) = (true, true);
+                    break;
+                }
+                Out::Delay(d) => {
+                    delay = Some(d);
+                    break;
+                }
+            }
+            next = rx.try_recv().ok();
         }
-    };
-    close(wr, end).await;
-}
-
-/// Ends the socket's writing half.
-pub async fn close(mut wr: WriteHalf, end: End) {
-    match end {
-        // The socket closes with RST (when the read half goes too), not FIN.
-        End::Reset => wr.reset(),
-        End::Shutdown => {
-            let _ = wr.shutdown().await;
+        let written = match single.take() {
+            Some(s) => wr.write_all(&s).await,
+            None if !buf.is_empty() => wr.write_all(&buf).await,
+            None => Ok(()),
+        };
+        backlog.written(bytes);
+        if written.is_err() {
+            break 'outer;
+        }
+        buf.clear();
+        if close {
+            break;
+        }
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
         }
     }
+    if reset {
+        // The socket closes with RST (when the read half goes too), not FIN.
+        wr.reset();
+    } else {
+        let _ = wr.shutdown().await;
+    }
+    let _ = closed.send(());
 }
