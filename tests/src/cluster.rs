@@ -283,3 +283,26 @@ fn keeper_xml(raft: &BTreeMap<u64, u16>) -> String {
          <raft_configuration>\n{servers}    </raft_configuration>\n  </keeper_server>\n</clickhouse>\n"
     )
 }
+
+/// Connects to cluster node `addr` for a new session, waiting up to `within` for it to take
+/// one. A keeper-flavor node that knows no leader at that moment (it was just restarted, or a
+/// term is changing) answers the handshake as Keeper does, with session 0, which the client
+/// reads as an expired session; and when the new session's entry fails on its way through the
+/// leader, the node closes the connection unanswered. Keeper's own clients try again after
+/// either, and so does this, saying so each time. Any other error is returned at once.
+pub async fn connect_new_session(
+    addr: SocketAddr,
+    within: Duration,
+) -> Result<testkeeper_wire::client::Client, testkeeper_wire::client::ClientError> {
+    use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
+    let until = Instant::now() + within;
+    loop {
+        match Client::connect(addr, ConnectOptions::default()).await {
+            Err(e @ (ClientError::SessionExpired | ClientError::Connect(_))) if Instant::now() < until => {
+                eprintln!("{addr}: no new session there yet ({e}); retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => return other,
+        }
+    }
+}

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use testkeeper_wire::client::{Client, ClientError, ConnectOptions};
 
 use crate::cluster_control::{ClusterControl, DigestLedger};
 use crate::piped::PipedChild;
@@ -229,31 +228,13 @@ fn session_of(line: &str) -> String {
     line.split_whitespace().find_map(|w| w.strip_prefix("session=")).unwrap_or_default().to_string()
 }
 
-/// Connects to `addr` for a new session. A keeper-flavor node that knows no leader at that
-/// moment (it was just restarted, or a term is changing) answers the handshake as Keeper does,
-/// with session 0, which the client reads as an expired session; Keeper's own clients then try
-/// again, and so does this, for up to `STEP_WAIT`. A new session request cannot otherwise be
-/// answered "expired", so nothing else is retried.
-async fn connect_when_active(addr: std::net::SocketAddr) -> Result<Client, ClientError> {
-    let until = Instant::now() + STEP_WAIT;
-    loop {
-        match Client::connect(addr, ConnectOptions::default()).await {
-            Err(ClientError::SessionExpired) if Instant::now() < until => {
-                eprintln!("{addr}: no leader known there yet (session 0 in the handshake); retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Reads the ledger on one node after a sync: exactly the acknowledged writes, each with its
 /// data. Returns the owner of the client's ephemeral there, if the node has it.
 fn check_node(addr: std::net::SocketAddr, acked: &[(String, String)], session: i64) -> Result<Option<i64>, String> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     rt.block_on(async {
         let e = |what: &str, err: &dyn std::fmt::Display| format!("{what}: {err}");
-        let zk = connect_when_active(addr).await.map_err(|x| e("connect", &x))?;
+        let zk = crate::cluster::connect_new_session(addr, STEP_WAIT).await.map_err(|x| e("connect", &x))?;
         zk.sync("/ledger").await.map_err(|x| e("sync", &x))?;
         let mut names = zk.get_children("/ledger", false).await.map_err(|x| e("children", &x))?;
         names.sort();

@@ -170,7 +170,9 @@ fn a_cluster_node_whose_disk_fills_stays_up_and_catches_up_when_space_frees() {
     }
     assert!(c.is_running(3));
     rt.block_on(async {
-        let zk = connect_when_serving(c.addr(3)).await;
+        // Its tree has caught up, but a new session's entry still goes through the leader, and
+        // a term change around the recovery can fail it: retried, as Keeper's clients do.
+        let zk = testkeeper_tests::cluster::connect_new_session(c.addr(3), Duration::from_secs(30)).await.unwrap();
         let kids = zk.get_children("/", false).await.unwrap();
         for p in &acked {
             assert!(kids.contains(&p.trim_start_matches('/').to_string()), "node 3 lacks acknowledged {p}");
@@ -178,23 +180,4 @@ fn a_cluster_node_whose_disk_fills_stays_up_and_catches_up_when_space_frees() {
     });
     let log = c.log_tail(3, 200);
     assert!(log.contains("disk below its margin") && log.contains("disk has room again"), "{log}");
-}
-
-/// A new session on a node whose disk just had room again. Its tree has caught up, but the
-/// session's entry still goes through the leader, and a term change around the recovery can
-/// fail it: Keeper then closes the connection without a handshake answer (or answers session
-/// 0 while it knows no leader), and Keeper's clients try again. So does this, for up to 30 s,
-/// saying so each time; any other error fails the test.
-async fn connect_when_serving(addr: std::net::SocketAddr) -> Client {
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        match Client::connect(addr, ConnectOptions::default()).await {
-            Ok(zk) => return zk,
-            Err(e @ (ClientError::Connect(_) | ClientError::SessionExpired)) if Instant::now() < until => {
-                eprintln!("{addr}: no session yet ({e}); retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => panic!("connect to {addr}: {e}"),
-        }
-    }
 }
