@@ -3,6 +3,7 @@
 # bench's default mix (docs/performance.md, "Pipelined, against a server that does no work"):
 #   scripts/pipelined-costs.sh BIN                # starts `BIN serve` in memory and measures it
 #   scripts/pipelined-costs.sh BIN PID HOST:PORT  # measures a server already up (another server)
+#   SERVE_ARGS="--park-spin-us 0" scripts/pipelined-costs.sh BIN   # `serve` with these flags
 # Prints, per round:
 # - the server's CPU per request: its utime + stime (/proc/PID/stat) over a 400k-request round,
 #   after one unmeasured round of 100k;
@@ -22,7 +23,8 @@ trap cleanup EXIT
 if [ $# -ge 3 ]; then
     PID=$2 ADDR=$3
 else
-    "$BIN" serve --listen 0 >"$work/serve.log" 2>&1 &
+    # shellcheck disable=SC2086 # the flags are words
+    "$BIN" serve --listen 0 ${SERVE_ARGS:-} >"$work/serve.log" 2>&1 &
     OURS=$! PID=$!
     for _ in $(seq 100); do
         ADDR=$(grep -o "127.0.0.1:[0-9]*" "$work/serve.log" | head -1 || true)

@@ -13,6 +13,7 @@ mod faults;
 mod keeper_xml;
 mod launch;
 mod logging;
+mod park;
 mod progress;
 mod proxy;
 mod publish;
@@ -172,6 +173,13 @@ fn main() -> ExitCode {
         }
         None => tokio::runtime::Builder::new_multi_thread(),
     };
+    // Workers that spin a moment before parking on a loaded server (park.rs); a
+    // current-thread runtime has no other worker to wake, and is left as it is.
+    if let Command::Serve(args) = &cli.command {
+        if threads != Some(1) {
+            park::install(&mut builder, std::time::Duration::from_micros(args.park_spin_us.into()));
+        }
+    }
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

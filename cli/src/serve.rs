@@ -90,6 +90,11 @@ pub struct ServeArgs {
     /// loopback addresses, the cores divided among them). See docs/cluster.md, "Threads".
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Microseconds a worker spins before it sleeps on a loaded server (most of its recent
+    /// parks found another worker running), so that the next request finds it awake; 0 turns
+    /// it off. Not with `--threads 1`. See docs/performance.md, "Pipelined".
+    #[arg(long, value_name = "US", default_value_t = 20, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    pub park_spin_us: u16,
     #[command(flatten)]
     pub storage: crate::serve_storage::StorageArgs,
     #[command(flatten)]

@@ -1,0 +1,127 @@
+//! What a `serve` worker does before it sleeps: on a loaded server it spins for a few
+//! microseconds first (`--park-spin-us`), so that the next request finds it awake.
+//!
+//! Under pipelined load a tokio worker runs out of tasks for a moment many times a
+//! millisecond. Each time it parks (in `epoll_wait`, or on a futex while the other worker
+//! holds the I/O driver), and the next readable socket costs a wake-up: a system call by
+//! whoever wakes it, a context switch, and on a virtual machine often an idle virtual CPU
+//! brought back. A worker that waits a little while still awake is not woken that way, and
+//! replies gathered meanwhile leave in fewer writes.
+//!
+//! The sign of load is how often another worker is still running when one parks: about two
+//! parks in three under 8 sessions x 16 in flight, fewer than one in a thousand for one
+//! synchronous session or an idle server. A worker spins only while most of its recent parks
+//! saw that. Spinning on the occasional overlap instead cost one synchronous session 8-10% of
+//! its throughput, more than the spins' own time accounts for (docs/performance.md,
+//! "Pipelined", has the figures).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Whether this worker is counted as awake (from its first unpark on).
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// This worker's recent parks (`Load`).
+    static LOAD: Cell<Load> = const { Cell::new(Load::IDLE) };
+}
+
+/// Makes `builder`'s workers spin for `spin` before parking while most of their recent parks
+/// found another worker awake; a zero `spin` leaves the runtime as tokio builds it.
+pub fn install(builder: &mut tokio::runtime::Builder, spin: Duration) {
+    if spin.is_zero() {
+        return;
+    }
+    // Workers between an unpark and their next park. A worker is counted from its first
+    // unpark: at start every worker runs until it first parks, and none waits on the others.
+    let awake = Arc::new(AtomicUsize::new(0));
+    let on_unpark = awake.clone();
+    builder.on_thread_unpark(move || {
+        on_unpark.fetch_add(1, Ordering::Relaxed);
+        COUNTED.with(|c| c.set(true));
+    });
+    builder.on_thread_park(move || {
+        if !COUNTED.with(Cell::get) {
+            return;
+        }
+        // Uncounted before spinning: two workers that park together do not keep each other
+        // spinning.
+        let before = awake.fetch_sub(1, Ordering::Relaxed);
+        COUNTED.with(|c| c.set(false));
+        let wait = LOAD.with(|l| {
+            let load = l.get().park(before > 1);
+            l.set(load);
+            load.spin(spin)
+        });
+        let started = Instant::now();
+        while started.elapsed() < wait {
+            std::hint::spin_loop();
+        }
+    });
+}
+
+/// A worker's recent parks: a moving average (in 1/1024ths, each park weighing 1/16) of
+/// whether another worker was awake when it parked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Load(u16);
+
+impl Load {
+    const IDLE: Load = Load(0);
+    /// Most recent parks saw another worker running: spin. A lone overlap moves the average
+    /// by 64, so it takes about five in a row from idle.
+    const BUSY: u16 = 256;
+
+    /// The average after one more park, with or without another worker awake.
+    fn park(self, others_awake: bool) -> Load {
+        let target: i32 = if others_awake { 1024 } else { 0 };
+        let now = i32::from(self.0);
+        Load(u16::try_from(now + (target - now) / 16).expect("between 0 and 1024"))
+    }
+
+    /// How long to spin before this park.
+    fn spin(self, spin: Duration) -> Duration {
+        if self.0 > Self::BUSY {
+            spin
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_overlap_does_not_spin_a_run_of_them_does() {
+        let spin = Duration::from_micros(20);
+        assert_eq!(Load::IDLE.park(true).spin(spin), Duration::ZERO, "one overlap");
+        let mut load = Load::IDLE;
+        let mut parks = 0;
+        while load.spin(spin).is_zero() {
+            load = load.park(true);
+            parks += 1;
+            assert!(parks < 10, "load never reached: {load:?}");
+        }
+        assert_eq!(parks, 5, "five overlaps in a row from idle");
+        // A synchronous session: an overlap now and then among lone parks stays idle.
+        let mut load = Load::IDLE;
+        for i in 0..10_000 {
+            load = load.park(i % 100 == 0);
+            assert!(load.spin(spin).is_zero(), "spun at park {i}: {load:?}");
+        }
+        // Under load: two parks in three overlap, and the worker spins throughout.
+        let mut load = Load(1024);
+        for i in 0..10_000 {
+            load = load.park(i % 3 != 0);
+            assert_eq!(load.spin(spin), spin, "stopped at park {i}: {load:?}");
+        }
+        // Load that ends: spinning stops within a few lone parks.
+        let stopped = (1..).find(|_| {
+            load = load.park(false);
+            load.spin(spin).is_zero()
+        });
+        assert!(stopped.is_some_and(|n| n < 32), "{stopped:?}");
+    }
+}
