@@ -161,25 +161,25 @@ fn main() -> ExitCode {
         Command::Serve(args) => args.threads.map(usize::from).or_else(|| serve_threads::default_threads(&args.cluster)),
         _ => None,
     };
+    // Workers that spin a moment before parking on a loaded server (park.rs); only `serve`.
+    let spin = match &cli.command {
+        Command::Serve(args) => std::time::Duration::from_micros(args.park_spin_us.into()),
+        _ => std::time::Duration::ZERO,
+    };
     // One thread is a current-thread runtime: every task runs on the thread that serves,
     // without the hand-off between the main thread and a lone worker (docs/cluster.md,
-    // "Threads").
+    // "Threads"); it has no other worker to wake, so no spin either.
     let mut builder = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread(),
-        Some(n) => {
+        n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(n);
+            if let Some(n) = n {
+                b.worker_threads(n);
+            }
+            park::install(&mut b, spin);
             b
         }
-        None => tokio::runtime::Builder::new_multi_thread(),
     };
-    // Workers that spin a moment before parking on a loaded server (park.rs); a
-    // current-thread runtime has no other worker to wake, and is left as it is.
-    if let Command::Serve(args) = &cli.command {
-        if threads != Some(1) {
-            park::install(&mut builder, std::time::Duration::from_micros(args.park_spin_us.into()));
-        }
-    }
     let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -12,8 +12,7 @@
 //! parks in three under 8 sessions x 16 in flight, fewer than one in a thousand for one
 //! synchronous session or an idle server. A worker spins only while most of its recent parks
 //! saw that. Spinning on the occasional overlap instead cost one synchronous session 8-10% of
-//! its throughput, more than the spins' own time accounts for (docs/performance.md,
-//! "Pipelined", has the figures).
+//! its throughput (docs/performance.md, "Pipelined", has the figures).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,10 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 thread_local! {
-    /// Whether this worker is counted as awake (from its first unpark on).
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-    /// This worker's recent parks (`Load`).
-    static LOAD: Cell<Load> = const { Cell::new(Load::IDLE) };
+    /// Whether this worker is counted as awake (from its first unpark on), and its recent
+    /// parks (`Load`).
+    static WORKER: Cell<(bool, Load)> = const { Cell::new((false, Load::IDLE)) };
 }
 
 /// Makes `builder`'s workers spin for `spin` before parking while most of their recent parks
@@ -39,21 +37,23 @@ pub fn install(builder: &mut tokio::runtime::Builder, spin: Duration) {
     let on_unpark = awake.clone();
     builder.on_thread_unpark(move || {
         on_unpark.fetch_add(1, Ordering::Relaxed);
-        COUNTED.with(|c| c.set(true));
+        WORKER.with(|w| w.set((true, w.get().1)));
     });
     builder.on_thread_park(move || {
-        if !COUNTED.with(Cell::get) {
+        let (counted, load) = WORKER.with(Cell::get);
+        if !counted {
             return;
         }
         // Uncounted before spinning: two workers that park together do not keep each other
         // spinning.
-        let before = awake.fetch_sub(1, Ordering::Relaxed);
-        COUNTED.with(|c| c.set(false));
-        let wait = LOAD.with(|l| {
-            let load = l.get().park(before > 1);
-            l.set(load);
-            load.spin(spin)
-        });
+        let others_awake = awake.fetch_sub(1, Ordering::Relaxed) > 1;
+        let load = load.park(others_awake);
+        WORKER.with(|w| w.set((false, load)));
+        // Most parks do not spin (all of them for one session): no clock read for those.
+        let wait = load.spin(spin);
+        if wait.is_zero() {
+            return;
+        }
         let started = Instant::now();
         while started.elapsed() < wait {
             std::hint::spin_loop();
