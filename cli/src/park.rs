@@ -1,5 +1,6 @@
 //! What a `serve` worker does before it sleeps: on a loaded server it spins for a few
-//! microseconds first (`--park-spin-us`), so that the next request finds it awake.
+//! microseconds first (`--park-spin-us`), yielding its core to any other runnable thread
+//! meanwhile, so that the next request finds it awake.
 //!
 //! Under pipelined load a tokio worker runs out of tasks for a moment many times a
 //! millisecond. Each time it parks (in `epoll_wait`, or on a futex while the other worker
@@ -54,9 +55,12 @@ pub fn install(builder: &mut tokio::runtime::Builder, spin: Duration) {
         if wait.is_zero() {
             return;
         }
+        // Yielding rather than spinning: on a machine whose cores the clients share, a client
+        // thread runnable here gets the core at once, and the worker still does not sleep.
+        // Measured against a pure spin at 8 x 16 on 2 cores: 1-4% more throughput.
         let started = Instant::now();
         while started.elapsed() < wait {
-            std::hint::spin_loop();
+            std::thread::yield_now();
         }
     });
 }

@@ -2,8 +2,6 @@
 //! comes: a write is proposed (`commit`), anything else is answered here from the committed
 //! tree and the per-server tables.
 
-use std::time::Instant;
-
 use testkeeper_core::acl;
 use testkeeper_core::flavor::Rules;
 use testkeeper_core::pending::View;
@@ -49,7 +47,7 @@ impl Engine {
 
     /// Handles one decoded request from connection `conn`.
     pub fn handle(&mut self, conn: u64, xid: i32, req: Request) -> Flow {
-        let started = Instant::now();
+        let started = self.started_at();
         if self.stopped {
             return Flow::Close;
         }
@@ -112,7 +110,7 @@ impl Engine {
             return Flow::Close;
         }
         let session = self.conns.get(&conn).map_or(0, |c| c.session);
-        let q = Queued { conn, xid, work: Work::Unknown(op), started: Instant::now() };
+        let q = Queued { conn, xid, work: Work::Unknown(op), started: self.started_at() };
         self.submit_or_run(session, q);
         Flow::Continue
     }
@@ -127,7 +125,7 @@ impl Engine {
         }
         debug!(op, why, "malformed request: replying MARSHALLINGERROR, as ZooKeeper does");
         let session = self.conns.get(&conn).map_or(0, |c| c.session);
-        let q = Queued { conn, xid, work: Work::Fail(ZkError::MarshallingError.code()), started: Instant::now() };
+        let q = Queued { conn, xid, work: Work::Fail(ZkError::MarshallingError.code()), started: self.started_at() };
         self.submit_or_run(session, q);
         Flow::Continue
     }

@@ -45,6 +45,7 @@ mod internal_ops;
 mod local_log;
 mod log_info;
 mod order;
+mod readings;
 mod reply;
 mod sequencer;
 pub mod session;
@@ -104,6 +105,8 @@ pub struct Engine {
     pub(crate) stop_reason: Option<String>,
     /// With a data directory: refuses writes while its filesystem is nearly full.
     pub(crate) disk: Option<disk::DiskGuard>,
+    /// The clock readings of the current hold of the lock (`readings`).
+    pub(crate) readings: readings::Readings,
 }
 
 /// How a new engine starts: the state and the log it continues.
@@ -228,6 +231,7 @@ impl Engine {
             stopped: false,
             stop_reason: None,
             disk: None,
+            readings: readings::Readings::default(),
         };
         // A simulated log is not on the filesystem: its guard reads the simulated disk, as
         // guarding the real disk's free space would make a simulation depend on the machine.

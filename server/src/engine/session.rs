@@ -185,7 +185,8 @@ impl Engine {
 
     /// Restarts a session's expiry countdown (every request does this).
     pub fn touch(&mut self, session: i64) {
-        self.sessions.touch(session, self.clock.mono_ms());
+        let now = self.mono_ms();
+        self.sessions.touch(session, now);
     }
 
     /// A connection ended. Its session lives on until its deadline, so a client can resume it

@@ -119,13 +119,10 @@ impl Shared {
     /// Public for the engine's benchmark (`benches/engine.rs`), which drives it as a
     /// connection does.
     pub fn engine(&self) -> EngineGuard<'_> {
-        EngineGuard {
-            engine: self
-                .engine
-                .lock()
-                .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve")),
-            shared: self,
-        }
+        let mut engine = (self.engine.lock())
+            .unwrap_or_else(|_| panic!("engine poisoned by an earlier invariant failure; refusing to serve"));
+        engine.readings.hold();
+        EngineGuard { engine, shared: self }
     }
 
     /// Stops the syncer thread; `drain` lets it flush what it was told about first.
@@ -225,6 +222,7 @@ impl Drop for EngineGuard<'_> {
             return;
         }
         self.engine.settle();
+        self.engine.readings.release();
         self.engine.conns.flush_all();
         if self.engine.needs_sync() {
             self.shared.notify_syncer();
