@@ -57,7 +57,8 @@ pub fn install(builder: &mut tokio::runtime::Builder, spin: Duration) {
         }
         // Yielding rather than spinning: on a machine whose cores the clients share, a client
         // thread runnable here gets the core at once, and the worker still does not sleep.
-        // Measured against a pure spin at 8 x 16 on 2 cores: 1-4% more throughput.
+        // Against a pure spin at 8 x 16 on 2 cores, 1-4% more throughput (docs/performance.md,
+        // "Pipelined").
         let started = Instant::now();
         while started.elapsed() < wait {
             std::thread::yield_now();

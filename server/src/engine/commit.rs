@@ -235,7 +235,7 @@ impl Engine {
         if !ping {
             self.stats.record(op.name(), us);
         }
-        let now = self.wall_ms();
+        let now = self.readings.wall_ms(&self.clock);
         let Some(c) = self.conns.get_mut(&conn) else { return };
         c.last_latency_ms = us / 1000;
         c.latency.record(us / 1000);

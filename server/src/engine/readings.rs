@@ -32,6 +32,20 @@ impl Readings {
     pub(crate) fn release(&mut self) {
         *self = Readings::default();
     }
+
+    /// `clock`'s wall time in ms since the epoch, for what is written into entries. A method
+    /// of the readings, not of the engine, so that the proposer can take it while the engine's
+    /// sequencer is borrowed.
+    pub(crate) fn wall_ms(&mut self, clock: &Clock) -> i64 {
+        let held = self.held && matches!(clock, Clock::System);
+        kept(held, &mut self.wall_ms, || clock.now_ms())
+    }
+
+    /// `clock`'s monotonic time in ms, for session deadlines.
+    pub(crate) fn mono_ms(&mut self, clock: &Clock) -> i64 {
+        let held = self.held && matches!(clock, Clock::System);
+        kept(held, &mut self.mono_ms, || clock.mono_ms())
+    }
 }
 
 /// `slot`'s reading, taking it with `read` first when the hold has none yet (or there is no
@@ -48,20 +62,6 @@ impl Engine {
     pub(crate) fn started_at(&mut self) -> Instant {
         let held = self.readings.held;
         kept(held, &mut self.readings.instant, Instant::now)
-    }
-
-    /// The wall clock in ms since the epoch, for what is written into entries.
-    pub(crate) fn wall_ms(&mut self) -> i64 {
-        let held = self.readings.held && matches!(self.clock, Clock::System);
-        let clock = &self.clock;
-        kept(held, &mut self.readings.wall_ms, || clock.now_ms())
-    }
-
-    /// The monotonic clock in ms, for session deadlines.
-    pub(crate) fn mono_ms(&mut self) -> i64 {
-        let held = self.readings.held && matches!(self.clock, Clock::System);
-        let clock = &self.clock;
-        kept(held, &mut self.readings.mono_ms, || clock.mono_ms())
     }
 }
 
@@ -94,8 +94,8 @@ mod tests {
         let clock = Clock::manual(1_000);
         let mut engine = Engine::new(cfg, clock.clone());
         engine.readings.hold();
-        assert_eq!(engine.wall_ms(), 1_000);
+        assert_eq!(engine.readings.wall_ms(&clock), 1_000);
         clock.advance(5);
-        assert_eq!((engine.wall_ms(), engine.mono_ms()), (1_005, 1_005));
+        assert_eq!((engine.readings.wall_ms(&clock), engine.readings.mono_ms(&clock)), (1_005, 1_005));
     }
 }

@@ -157,9 +157,10 @@ impl Engine {
     /// cluster the proposal goes to the leader's proposer, here or through the driver.
     pub(crate) fn propose(&mut self, session: i64, what: Decide<'_>, reply: Reply) {
         let origin = self.wait(session, reply);
-        let now = self.wall_ms();
         match &mut self.seq {
             Sequencer::Local(l) => {
+                // Read here, where the time is decided: a cluster's leader reads its own.
+                let now = self.readings.wall_ms(&self.clock);
                 let (_, at_once) = l.decide(&self.state, session, now, origin, what);
                 if at_once {
                     self.settle();

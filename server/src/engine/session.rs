@@ -185,8 +185,7 @@ impl Engine {
 
     /// Restarts a session's expiry countdown (every request does this).
     pub fn touch(&mut self, session: i64) {
-        let now = self.mono_ms();
-        self.sessions.touch(session, now);
+        self.sessions.touch(session, self.readings.mono_ms(&self.clock));
     }
 
     /// A connection ended. Its session lives on until its deadline, so a client can resume it
