@@ -12,6 +12,9 @@ use super::path;
 use super::state::State;
 use super::tree::NodeRef;
 
+mod borrowed;
+pub use borrowed::Borrowed;
+
 impl State {
     fn node(&self, p: &str) -> Result<NodeRef<'_>, ZkError> {
         // ZooKeeper's DataTree files the root under "" as well as "/" (measured: getData("")

@@ -78,10 +78,16 @@ pub fn put_request(out: &mut BytesMut, xid: i32, req: &Request) {
 
 /// Appends a framed reply. A non-zero `err` carries no body, as on the real servers.
 pub fn put_reply(out: &mut BytesMut, header: &ReplyHeader, body: &Response) {
+    put_reply_with(out, header, |out| body.encode(out));
+}
+
+/// Appends a framed reply whose body `body` writes, and only when `err` is 0: for a server
+/// that encodes a reply from what it holds without building a `Response` first.
+pub fn put_reply_with(out: &mut BytesMut, header: &ReplyHeader, body: impl FnOnce(&mut BytesMut)) {
     put_frame(out, |out| {
         header.encode(out);
         if header.err == 0 {
-            body.encode(out);
+            body(out);
         }
     });
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use foldhash::fast::FixedState;
 use testkeeper_core::acl::AuthId;
-use testkeeper_wire::frame::put_reply;
+use testkeeper_wire::frame::put_reply_with;
 use testkeeper_wire::opcode::WATCH_XID;
 use testkeeper_wire::records::header::{keeper_state, ReplyHeader, WatcherEvent};
 use testkeeper_wire::Response;
@@ -190,6 +190,22 @@ impl Conns {
         true
     }
 
+    /// Queues a reply frame whose body `body` writes (when `err` is 0), noting its zxid and
+    /// error for the request log; returns whether it was queued (see `queue_frame`).
+    pub(crate) fn reply_with(&mut self, conn: u64, header: ReplyHeader, body: impl FnOnce(&mut BytesMut)) -> bool {
+        let Some(c) = self.map.get_mut(&conn) else { return false };
+        (c.last_zxid, c.last_err) = (header.zxid, header.err);
+        if c.muted {
+            return false;
+        }
+        c.sent += 1;
+        if c.out.is_empty() {
+            self.dirty.push(conn);
+        }
+        put_reply_with(&mut c.out, &header, body);
+        true
+    }
+
     /// Hands every connection's pending frames to its writer.
     pub(crate) fn flush_all(&mut self) {
         for conn in std::mem::take(&mut self.dirty) {
@@ -268,10 +284,9 @@ impl Engine {
 
     /// Queues a reply frame on a connection.
     pub fn reply(&mut self, conn: u64, xid: i32, zxid: i64, err: i32, body: &Response) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            (c.last_zxid, c.last_err) = (zxid, err);
+        if self.conns.reply_with(conn, ReplyHeader { xid, zxid, err }, |out| body.encode(out)) {
+            self.stats.packets_sent += 1;
         }
-        self.queue_counted(conn, |out| put_reply(out, &ReplyHeader { xid, zxid, err }, body));
     }
 
     /// Queues a frame that counts as a sent packet, here and in the server's counters.

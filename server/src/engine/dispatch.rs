@@ -9,7 +9,7 @@ use testkeeper_core::prepare::{decide, Ctx};
 use testkeeper_core::propose::Decide;
 use testkeeper_core::watches::WatchKind;
 use testkeeper_wire::opcode::Class;
-use testkeeper_wire::records::header::event_type;
+use testkeeper_wire::records::header::{event_type, ReplyHeader};
 use testkeeper_wire::records::watches::{add_watch_mode, SetWatches2};
 use testkeeper_wire::{OpCode, Request, Response, ZkError};
 use tracing::{debug, warn};
@@ -284,8 +284,22 @@ impl Engine {
             }
             req => {
                 let auth = self.conns.auth_of(conn);
+                if let Some(result) = self.state.read_borrowed(&req, &auth) {
+                    // getData and listings: encoded from the tree, no owned copy in between.
+                    let status = result.as_ref().map(|_| ()).map_err(|e| *e);
+                    for (kind, path) in reply::watches_to_register(&req, status) {
+                        self.watches.add(kind, path, session, self.state.rules());
+                    }
+                    let err = status.err().map_or(0, ZkError::code);
+                    let header = ReplyHeader { xid, zxid, err };
+                    if self.conns.reply_with(conn, header, |out| result.iter().for_each(|b| b.encode(out))) {
+                        self.stats.packets_sent += 1;
+                    }
+                    return;
+                }
                 let result = self.state.read(&req, &auth, session);
-                for (kind, path) in reply::watches_to_register(&req, &result) {
+                let status = result.as_ref().map(|_| ()).map_err(|e| *e);
+                for (kind, path) in reply::watches_to_register(&req, status) {
                     self.watches.add(kind, path, session, self.state.rules());
                 }
                 match result {

@@ -91,12 +91,12 @@ fn body(op: OpCode, result: &OpResult) -> Response {
     }
 }
 
-/// The watches a read registers, given its result: exists watches even a missing node (to see
-/// its creation), getData and getChildren only an existing one.
-pub fn watches_to_register<'a>(req: &'a Request, result: &Result<Response, ZkError>) -> Vec<(WatchKind, &'a str)> {
-    let ok = result.is_ok();
+/// The watches a read registers, given how it ended: exists watches even a missing node (to
+/// see its creation), getData and getChildren only an existing one.
+pub fn watches_to_register(req: &Request, status: Result<(), ZkError>) -> Vec<(WatchKind, &str)> {
+    let ok = status.is_ok();
     match req {
-        Request::Exists(r) if r.watch && (ok || *result == Err(ZkError::NoNode)) => vec![(WatchKind::Data, &r.path)],
+        Request::Exists(r) if r.watch && (ok || status == Err(ZkError::NoNode)) => vec![(WatchKind::Data, &r.path)],
         Request::GetData(r) if r.watch && ok => vec![(WatchKind::Data, &r.path)],
         Request::GetChildren(r) | Request::GetChildren2(r) if r.watch && ok => vec![(WatchKind::Child, &r.path)],
         Request::FilteredList(r) | Request::FilteredListWithStatsAndData(r) if r.watch && ok => {
