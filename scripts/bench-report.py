@@ -897,6 +897,9 @@ def write_doc(runs, digest, mem, prof, args, kazoo=None, java=None, watch=None, 
     L.append(f"- Workload: `testkeeper bench`, mix `{cfg['mix']}`, {cfg['value_size']} B values, "
              f"{cfg['keys']} keys, {cfg['ops']} ops per round, {cfg['rounds']} rounds per server alternating "
              f"(A B, B A, ...), {cfg['warmup']} unmeasured warm-up ops each; ratios are medians of per-round ratios")
+    replies = ("decoded (`--decode-replies`)" if cfg.get("decode_replies")
+               else "read to the header only (error code counted, body skipped; `--decode-replies` decodes them)")
+    L.append(f"- Replies to measured requests: {replies}")
     L.append("- Client and server share the 2 cores, so the client's own cost is in every figure for both servers.\n")
     L.append("## Throughput and p99 latency vs ZooKeeper\n")
     L.append("| sessions | in flight / session | throughput ratio | p99 ratio | testkeeper ops/s | ZooKeeper ops/s "

@@ -33,10 +33,13 @@ fn bench_against_spawned_testkeeper_writes_json_and_plots() {
     assert!(!stdout.contains("\"-10") && !stdout.contains("UNEXPECTED"), "{stdout}");
     assert!(stdout.contains("(answers the mix expects)") || stdout.contains("errors none"), "{stdout}");
     assert!(!stdout.contains("INFO") && !stderr.contains("INFO"), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    bench(&["--spawn-testkeeper", "--ops", "200", "--rounds", "1", "--keys", "16", "--znodes", "500", "--json", j]);
+    // Error codes above came from replies read to the header only, the default.
+    assert!(stdout.contains("replies header only"), "{stdout}");
+    let args = ["--spawn-testkeeper", "--ops", "200", "--rounds", "1", "--keys", "16", "--znodes", "500"];
+    bench(&[&args[..], &["--decode-replies", "--json", j]].concat());
 
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("well-formed JSON");
-    assert_eq!(v["config"]["ops"], 200);
+    assert_eq!((v["config"]["ops"].as_u64(), v["config"]["decode_replies"].as_bool()), (Some(200), Some(true)));
     assert_eq!(v["rounds"].as_array().unwrap().len(), 1);
     let round = &v["rounds"][0];
     assert_eq!(round["ops"], 200);

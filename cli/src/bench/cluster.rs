@@ -43,6 +43,8 @@ pub struct ClusterPlan {
     pub pipeline: usize,
     pub keys: u32,
     pub value_size: usize,
+    /// `--decode-replies` (`LoadConfig::decode_replies`).
+    pub decode_replies: bool,
     pub seed: u64,
     /// Run each workload with the Java client too.
     pub java: bool,
@@ -140,6 +142,7 @@ async fn throughput(shape: &Shape<'_>) -> Result<Value, WorkloadError> {
         keys: plan.keys,
         value_size: plan.value_size,
         mix: Mix::parse(mix).map_err(|why| WorkloadError::Mix { mix: mix.to_string(), why })?,
+        decode_replies: plan.decode_replies,
     };
     let failed = |cluster, phase| move |why| WorkloadError::Load { cluster, phase, why };
     if plan.warmup > 0 {

@@ -33,6 +33,11 @@ pub struct LoadConfig {
     pub keys: u32,
     pub value_size: usize,
     pub mix: Mix,
+    /// Decode every measured reply's body (`--decode-replies`) rather than read its header
+    /// alone. The client shares the machine's cores with the server it measures, and decoding
+    /// costs it more the more a reply carries: a listing of 256 names is 256 allocations here,
+    /// an empty one from a server that keeps no tree none.
+    pub decode_replies: bool,
 }
 
 /// Opens `n` sessions, the i-th to `addrs[i % addrs.len()]` (the members of a cluster in turn).
@@ -111,6 +116,7 @@ pub async fn run_on(addrs: &[SocketAddr], cfg: &LoadConfig, seed: u64) -> Result
             let slot = s * cfg.pipeline + w;
             let (client, workload, claimed, mix) = (client.clone(), workload.clone(), claimed.clone(), cfg.mix.clone());
             let (ops, mut rng) = (cfg.ops, ChaCha8Rng::seed_from_u64(seed ^ (slot as u64 + 1).wrapping_mul(0x9E37)));
+            let decode = cfg.decode_replies;
             set.spawn(async move {
                 let mut rec = Samples::with_capacity(per_slot);
                 loop {
@@ -121,8 +127,13 @@ pub async fn run_on(addrs: &[SocketAddr], cfg: &LoadConfig, seed: u64) -> Result
                     let kind = mix.pick(&mut rng);
                     let req = workload.request(kind, &mut rng, slot, n);
                     let t0 = Instant::now();
-                    match client.call(req).await {
-                        Ok(reply) => rec.record(kind, t0.elapsed(), reply.header.err),
+                    let header = if decode {
+                        client.call(req).await.map(|reply| reply.header)
+                    } else {
+                        client.call_header(req).await
+                    };
+                    match header {
+                        Ok(header) => rec.record(kind, t0.elapsed(), header.err),
                         Err(_) => {
                             rec.lost();
                             break;

@@ -106,6 +106,12 @@ pub struct BenchArgs {
     /// Bytes of data in every create and set.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// Decode the body of every measured reply, as a client library does, instead of reading
+    /// its header alone (error codes are counted either way). Off by default: the client
+    /// shares the cores with the server it measures, and decoding costs it more the more a
+    /// reply carries, which a server that answers with empty bodies would not pay.
+    #[arg(long)]
+    pub decode_replies: bool,
     /// Requests in flight per session (1 = synchronous).
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
@@ -185,6 +191,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         keys: args.keys,
         value_size: args.value_size,
         mix: Mix::parse(&args.mix)?,
+        decode_replies: args.decode_replies,
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     if let Some(n) = args.start_znodes {
@@ -209,6 +216,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             pipeline: cfg.pipeline,
             keys: cfg.keys,
             value_size: cfg.value_size,
+            decode_replies: cfg.decode_replies,
             seed,
             java: args.java,
             failover_rounds: args.failover_rounds,
@@ -221,17 +229,19 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         out["config"] = json!({
             "sessions": plan.sessions, "pipeline": plan.pipeline, "ops": plan.ops, "rounds": plan.rounds,
             "keys": plan.keys, "value_size": plan.value_size, "seed": seed, "warmup": plan.warmup,
+            "decode_replies": plan.decode_replies,
         });
         return Ok(write_json(args.json.as_deref(), &out)?);
     }
     let mut targets = start_targets(&args).await?;
     println!(
-        "bench: seed {seed}, {} session(s) x {} in flight, {} ops/round, {} round(s), mix {}",
+        "bench: seed {seed}, {} session(s) x {} in flight, {} ops/round, {} round(s), mix {}, replies {}",
         cfg.sessions,
         cfg.pipeline,
         cfg.ops,
         args.rounds,
-        cfg.mix.describe()
+        cfg.mix.describe(),
+        if cfg.decode_replies { "decoded" } else { "header only" }
     );
     for t in &targets {
         let start = t.spawned.as_ref().map(|s| format!(", launch to imok {:?}", s.launch_to_imok)).unwrap_or_default();
@@ -301,6 +311,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             "sessions": cfg.sessions, "pipeline": cfg.pipeline, "ops": cfg.ops, "rounds": args.rounds,
             "keys": cfg.keys, "value_size": cfg.value_size, "mix": cfg.mix.describe(), "seed": seed,
             "warmup": warm.ops, "no_digest": args.no_digest, "durable": args.durable,
+            "decode_replies": cfg.decode_replies,
             "baseline": args.spawn_baseline.as_ref().map(|p| p.display().to_string()),
         },
         "targets": targets.iter().map(Target::describe).collect::<Vec<_>>(),

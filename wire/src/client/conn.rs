@@ -21,7 +21,7 @@ use tokio::time::{sleep_until, timeout, Instant};
 use super::error::{ClientError, LossReason};
 use super::options::ConnectOptions;
 use super::pending::{Pending, PendingQueues, Waiter};
-use super::reply::{Event, Reply};
+use super::reply::{Event, Reply, Wanted};
 use crate::frame::{put_record, put_request, split_frame, FrameError};
 use crate::jute::{Decode, Reader};
 use crate::net::{ReadHalf, Stream, WriteHalf};
@@ -38,6 +38,7 @@ pub(crate) struct Command {
     /// `Some` sends with exactly this xid; `None` takes the next sequential one.
     pub xid: Option<i32>,
     pub req: Request,
+    pub wanted: Wanted,
     pub waiter: Waiter,
 }
 
@@ -179,7 +180,7 @@ async fn write_loop(
                 }
             }
             () = sleep_until_opt(ping_at) => {
-                lock(pending).push(Pending { xid: PING_XID, op: OpCode::Ping, waiter: None });
+                lock(pending).push(Pending { xid: PING_XID, op: OpCode::Ping, wanted: Wanted::HeaderOnly, waiter: None });
                 put_request(&mut out, PING_XID, &Request::Ping);
             }
         }
@@ -199,7 +200,7 @@ fn enqueue(out: &mut BytesMut, cmd: Command, next_xid: &mut i32, pending: &Mutex
         *next_xid = if xid == i32::MAX { 1 } else { xid + 1 };
         xid
     });
-    lock(pending).push(Pending { xid, op: cmd.req.op(), waiter: Some(cmd.waiter) });
+    lock(pending).push(Pending { xid, op: cmd.req.op(), wanted: cmd.wanted, waiter: Some(cmd.waiter) });
     put_request(out, xid, &cmd.req);
 }
 
@@ -266,7 +267,10 @@ impl Inbound<'_> {
             // Closed before close() returns, so its caller already sees is_closed().
             self.shared.set(LossReason::Closed);
         }
-        let reply = Reply::decode(self.seq, header, entry.op, raw);
+        let reply = match entry.wanted {
+            Wanted::Decoded => Reply::decode(self.seq, header, entry.op, raw),
+            Wanted::HeaderOnly => Ok(Reply::header_only(self.seq, header)),
+        };
         if let Some(w) = entry.waiter {
             let _ = w.send(reply);
         } else if let Ok(Reply { body: Err(e), .. }) = reply {

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use tokio::sync::oneshot;
 
 use super::error::ClientError;
-use super::reply::Reply;
+use super::reply::{Reply, Wanted};
 use crate::opcode::{OpCode, AUTH_XID, PING_XID};
 
 /// Where a reply (or the connection's failure) is delivered.
@@ -26,6 +26,8 @@ pub(crate) struct Pending {
     pub xid: i32,
     /// Its opcode, which says how to decode the reply body.
     pub op: OpCode,
+    /// Whether its caller wants the body decoded, or the header alone.
+    pub wanted: Wanted,
     /// `None` for the client's own pings, whose replies nobody waits for.
     pub waiter: Option<Waiter>,
 }
@@ -94,7 +96,7 @@ mod tests {
     use crate::opcode::SET_WATCHES_XID;
 
     fn p(xid: i32, op: OpCode) -> Pending {
-        Pending { xid, op, waiter: None }
+        Pending { xid, op, wanted: Wanted::Decoded, waiter: None }
     }
 
     #[test]

@@ -32,6 +32,13 @@ impl Reply {
         self.body.map_err(ClientError::from)
     }
 
+    /// A reply whose body nobody reads: an error code in `body` as `decode` puts it, else
+    /// `Response::Empty`, and no bytes kept.
+    pub(crate) fn header_only(seq: u64, header: ReplyHeader) -> Reply {
+        let body = ZkErrorOrCode::from_code(header.err).map_or(Ok(Response::Empty), Err);
+        Reply { seq, header, body, raw_body: Vec::new() }
+    }
+
     /// Decodes the body of a reply to `op`; the header was already read.
     ///
     /// # Errors
@@ -43,6 +50,16 @@ impl Reply {
         };
         Ok(Reply { seq, header, body, raw_body: raw.to_vec() })
     }
+}
+
+/// What a caller wants of a reply's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    /// Decoded into a [`Response`], and its bytes kept.
+    Decoded,
+    /// Neither: the caller reads the header alone (`Client::call_header`, and the client's own
+    /// pings), so the body is skipped where it lies.
+    HeaderOnly,
 }
 
 /// A watch notification (xid -1).

@@ -168,3 +168,34 @@ async fn typed_ops_unpack_bodies_and_map_errors() {
     drop(client);
     timeout(WAIT, server).await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn call_header_returns_the_header_and_skips_the_body() {
+    let (addr, server) = serve(|mut c| async move {
+        c.accept(&session(30_000)).await;
+        let (h, _) = c.request().await.unwrap();
+        c.reply(h.xid, 7, 0, &data(b"skipped", 1)).await;
+        let (h, _) = c.request().await.unwrap();
+        c.reply(h.xid, 8, ZkError::NoNode.code(), &Response::Empty).await;
+        let (h, _) = c.request().await.unwrap();
+        // A body that `call` would refuse: `call_header` does not read it.
+        c.reply(h.xid, 9, 0, &Response::Number(3)).await;
+        let (h, _) = c.request().await.unwrap();
+        c.reply(h.xid, 10, 0, &data(b"read", 2)).await;
+        c.frame().await;
+    })
+    .await;
+    let client = Client::connect(addr, ConnectOptions::default()).await.unwrap();
+    let ok = client.call_header(get("/a")).await.unwrap();
+    assert_eq!((ok.xid, ok.zxid, ok.err), (1, 7, 0));
+    let missing = client.call_header(get("/b")).await.unwrap();
+    assert_eq!((missing.zxid, missing.err), (8, ZkError::NoNode.code()));
+    assert_eq!(
+        client.call_header(Request::Sync(crate::records::data::PathRecord { path: "/".into() })).await.unwrap().zxid,
+        9
+    );
+    // The connection goes on, and a decoded call after them still decodes.
+    assert_eq!(client.call(get("/c")).await.unwrap().body, Ok(data(b"read", 2)));
+    drop(client);
+    timeout(WAIT, server).await.unwrap().unwrap();
+}
