@@ -140,9 +140,15 @@ fn a_start_refused_for_a_damaged_snapshot_writes_nothing() {
         }
     }
     let snaps = data.path().join("snapshots");
-    let mut newest: Vec<_> = std::fs::read_dir(&snaps).unwrap().map(|e| e.unwrap().path()).collect();
+    // Finished snapshots only, newest by index: the server was killed, perhaps while writing a
+    // later one, and its `.tmp` (which a start ignores) sorts after every finished name.
+    let index = |p: &std::path::Path| -> Option<u64> {
+        p.file_name()?.to_str()?.strip_prefix("snapshot_")?.strip_suffix(".bin.zst")?.parse().ok()
+    };
+    let mut newest: Vec<_> =
+        std::fs::read_dir(&snaps).unwrap().map(|e| e.unwrap().path()).filter_map(|p| Some((index(&p)?, p))).collect();
     newest.sort();
-    let file = newest.pop().expect("a snapshot file");
+    let (_, file) = newest.pop().expect("a snapshot file");
     let mut bytes = std::fs::read(&file).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
